@@ -1,0 +1,1 @@
+"""The job graph and its nodes. Nothing in this package imports Django."""

@@ -1,0 +1,181 @@
+"""Small typed state shared by the graph, the engines and the renderers.
+
+The Plan, PodcastScript and SlideOutline models are contracts (DESIGN §4, §9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+StepType = Literal["research", "analysis", "processing"]
+ReportStyle = Literal["academic", "popular_science", "news", "social_media"]
+STYLES: tuple[str, ...] = ("academic", "popular_science", "news", "social_media")
+
+
+class PlanStep(BaseModel):
+    id: str = Field(min_length=1, max_length=40)
+    title: str = Field(min_length=1, max_length=300)
+    description: str = Field(default="", max_length=4000)
+    step_type: StepType = "research"
+    need_search: bool = True
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class Plan(BaseModel):
+    locale: str = "en-US"
+    title: str = Field(min_length=1, max_length=300)
+    thought: str = ""
+    has_enough_context: bool = False
+    steps: list[PlanStep] = Field(default_factory=list)
+
+
+class PodcastLine(BaseModel):
+    speaker: Literal["host", "guest"]
+    text: str = Field(min_length=1)
+    section: str = ""  # section title, used for ID3 chapters
+
+
+class PodcastScript(BaseModel):
+    locale: str = "en-US"
+    title: str = ""
+    lines: list[PodcastLine] = Field(min_length=1)
+
+
+class Slide(BaseModel):
+    title: str
+    bullets: list[str] = Field(default_factory=list, max_length=5)
+    notes: str = ""
+    figure: str | None = None  # file name of a job figure
+    table: list[list[str]] | None = None  # small table: header row first
+
+
+class SlideOutline(BaseModel):
+    title: str
+    subtitle: str = ""
+    slides: list[Slide] = Field(default_factory=list)
+
+
+@dataclass
+class SearchHit:
+    title: str
+    url: str
+    snippet: str = ""
+    provider: str = ""
+
+
+@dataclass
+class SourceRef:
+    """A source registered for a job. `number` is its one global citation number."""
+
+    number: int
+    url: str
+    title: str
+    text: str = ""
+    kind: str = "web"  # web | kb
+
+
+@dataclass
+class CodeRun:
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    figures: list[str] = field(default_factory=list)  # saved figure file names
+    error: str = ""  # set when the sandbox refused to run (fails closed)
+
+
+@dataclass
+class StepResult:
+    step_id: str
+    title: str
+    report_md: str  # cites sources as [n] with their global numbers
+    figures: list[str] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CoordinatorDecision:
+    action: Literal["answer", "research", "clarify"]
+    locale: str
+    answer: str = ""  # the direct answer (greeting) or the clarification question
+
+
+class JobCancelled(Exception):
+    """Raised by AgentContext.check_cancelled() when the user cancelled the job."""
+
+
+class BudgetExceeded(Exception):
+    """A step or job ran out of rounds, tokens or time."""
+
+
+class ToolError(Exception):
+    """A tool failed in a way the agent should see and may work around."""
+
+
+class AgentContext(Protocol):
+    """What a node may do. The jobs app implements it over the database and tools."""
+
+    job_id: int
+    question: str
+    locale: str
+    options: dict[str, Any]
+    step_id: str | None
+
+    @property
+    def llm(self) -> Any: ...  # research.llm.client.LLMClient, or None offline
+
+    def emit(self, type: str, payload: dict[str, Any]) -> None: ...
+
+    def check_cancelled(self) -> None: ...  # raises JobCancelled; also renews the lease
+
+    def search(self, query: str, *, max_results: int = 8) -> list[SearchHit]: ...
+
+    def fetch(self, url: str) -> SourceRef: ...  # raises ToolError; registers the source
+
+    def kb_search(self, query: str, *, limit: int = 5) -> list[SourceRef]: ...  # registers hits
+
+    def run_python(self, code: str) -> CodeRun: ...
+
+    def sources(self) -> list[SourceRef]: ...
+
+    def figures(self) -> list[str]: ...
+
+
+class Engine(Protocol):
+    """The text-producing functions. `llm` and `offline` differ only here."""
+
+    name: str
+
+    def coordinate(self, ctx: AgentContext) -> CoordinatorDecision: ...
+
+    def plan(
+        self,
+        ctx: AgentContext,
+        *,
+        max_steps: int,
+        background: str = "",
+        feedback: str = "",
+        previous: Plan | None = None,
+    ) -> Plan: ...
+
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult: ...
+
+    def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult: ...
+
+    def report(
+        self,
+        ctx: AgentContext,
+        plan: Plan,
+        results: list[StepResult],
+        *,
+        style: str,
+        on_delta: Callable[[str], None],
+    ) -> str: ...
+
+    def podcast_script(self, ctx: AgentContext, report_md: str) -> PodcastScript: ...
+
+    def slide_outline(self, ctx: AgentContext, report_md: str) -> SlideOutline: ...

@@ -1,0 +1,197 @@
+"""Django settings. Everything deployment-specific comes from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from research.env import env_bool, env_float, env_int, env_json, env_list, env_str
+from research.runtime import default_redis_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "") or (
+    "dev-insecure-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz" if DEBUG or env_bool("DEV_MODE", True) else ""
+)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "research.jobs",
+    "research.knowledge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "research.jobs.middleware.ContentSecurityPolicyMiddleware",
+]
+
+ROOT_URLCONF = "research.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "research.jobs.context_processors.site",
+            ],
+        },
+    },
+]
+ASGI_APPLICATION = "research.asgi.application"
+WSGI_APPLICATION = None
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"), conn_max_age=0
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL + a busy timeout let the web server and several workers share one file.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "job_list"
+LOGOUT_REDIRECT_URL = "login"
+SIGNUP_ENABLED = env_bool("SIGNUP_ENABLED", True)
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_ROOT = Path(env_str("OUTPUTS_DIR", str(BASE_DIR / "outputs"))).resolve()
+MEDIA_URL = "/media-not-served/"
+
+# --- Redis, Celery, Channels -------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "") or default_redis_url(BASE_DIR)
+REDIS_EMBEDDED = not env_str("REDIS_URL", "")
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 5000, "expiry": 60},
+    }
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_SOFT_TIME_LIMIT", 900)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_HARD_TIME_LIMIT", 960)
+# Must exceed the hard limit, or Redis re-delivers tasks that are still running.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 1200)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = "agents"
+CELERY_TASK_ROUTES = {"research.jobs.tasks.render_output": {"queue": "render"}}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-work": {
+        "task": "research.jobs.tasks.reap_stale_work",
+        "schedule": env_float("REAPER_INTERVAL_S", 15.0),
+    },
+}
+
+# --- Jobs and agents -----------------------------------------------------------
+JOB_MAX_STEPS = env_int("JOB_MAX_STEPS", 12)
+JOB_DEFAULT_STEPS = env_int("JOB_DEFAULT_STEPS", 5)
+JOB_MAX_REPLANS = env_int("JOB_MAX_REPLANS", 5)
+JOB_WALL_TIME_S = env_int("JOB_WALL_TIME_S", 3600)
+JOB_TOKEN_BUDGET = env_int("JOB_TOKEN_BUDGET", 2_000_000)
+JOB_REVIEW_TIMEOUT_S = env_int("JOB_REVIEW_TIMEOUT_S", 0)  # 0 = wait forever
+JOB_STEP_CONCURRENCY = env_int("JOB_STEP_CONCURRENCY", 0)  # 0 = unlimited
+JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")
+STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
+STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
+STEP_TIME_BUDGET_S = env_int("STEP_TIME_BUDGET_S", 600)
+STEP_LEASE_S = env_int("STEP_LEASE_S", 60)
+STEP_MAX_ATTEMPTS = env_int("STEP_MAX_ATTEMPTS", 3)
+DEFAULT_ENGINE = env_str("DEFAULT_ENGINE", "auto")  # auto | llm | offline
+
+LLM_BASE_URL = env_str("LLM_BASE_URL", "http://127.0.0.1:8001/v1")
+LLM_API_KEY = env_str("LLM_API_KEY", "EMPTY")
+LLM_MODEL = env_str("LLM_MODEL", "Qwen/Qwen3-30B-A3B-Instruct-2507")
+LLM_REASONING_MODEL = env_str("LLM_REASONING_MODEL", "")
+LLM_PROFILE = env_str("LLM_PROFILE", "qwen3")
+LLM_CONTEXT_WINDOW = env_int("LLM_CONTEXT_WINDOW", 0)  # 0 = ask the server
+LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 120.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 5)
+
+SEARCH_PROVIDERS = env_list("SEARCH_PROVIDERS", ["searxng", "duckduckgo", "knowledge"])
+SEARXNG_URL = env_str("SEARXNG_URL", "http://127.0.0.1:8080")
+TAVILY_API_KEY = env_str("TAVILY_API_KEY", "")
+FETCH_ALLOW_LOOPBACK = env_bool("FETCH_ALLOW_LOOPBACK", False)
+MCP_SERVERS = env_json("MCP_SERVERS", [])
+SANDBOX_TIMEOUT_S = env_int("SANDBOX_TIMEOUT_S", 30)
+TTS_BACKEND = env_str("TTS_BACKEND", "auto")  # auto | edge | espeak | flite
+
+KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# --- Security -------------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG and env_bool("SECURE_PRODUCTION", False):
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+}
