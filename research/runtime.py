@@ -47,10 +47,18 @@ def port_free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
-def start_embedded_redis(base_dir: Path, port: int = EMBEDDED_REDIS_PORT) -> subprocess.Popen[bytes]:
-    """Start a Redis server on 127.0.0.1:port with its data under .run/."""
-    data = run_dir(base_dir) / f"redis-{port}"
-    data.mkdir(exist_ok=True)
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_embedded_redis(
+    base_dir: Path, port: int = EMBEDDED_REDIS_PORT, data_dir: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a Redis server on 127.0.0.1:port with its data under .run/ (or data_dir)."""
+    data = data_dir or run_dir(base_dir) / f"redis-{port}"
+    data.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [
             redis_binary(),

@@ -76,6 +76,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+if env_str("TEST_DB_NAME", ""):
+    # Tests share a file database with the worker and web processes they start.
+    DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DB_NAME", "")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -98,6 +101,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True  # serve static/ without collectstatic on one machine
 MEDIA_ROOT = Path(env_str("OUTPUTS_DIR", str(BASE_DIR / "outputs"))).resolve()
 MEDIA_URL = "/media-not-served/"
 

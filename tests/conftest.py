@@ -31,3 +31,75 @@ def alice_client(client, alice):
 def charlie_client(client, charlie):
     client.force_login(charlie)
     return client
+
+
+# --- real infrastructure for integration tests -------------------------------------------------------
+
+import os  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from tests.support.procs import AsgiServer, RedisServer, WorkerProcess, base_env  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer(os.environ["REDIS_URL"]).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def test_site() -> Iterator[object]:
+    from tests.support.site import TestSite
+
+    site = TestSite()
+    site.start()
+    yield site
+    site.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_llm() -> Iterator[object]:
+    from tests.support.fake_llm import FakeLLM
+    from tests.support.scenario import research_scenario
+
+    server = FakeLLM(research_scenario)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def stack_env(redis_server, test_site, fake_llm) -> dict[str, str]:
+    """Environment for child processes: the test DB, the test Redis, the test site and the model double."""
+    return base_env(
+        SEARXNG_URL=test_site.url,
+        SEARCH_PROVIDERS="searxng,knowledge",
+        LLM_BASE_URL=fake_llm.base_url,
+        LLM_MODEL="test-model",
+        LLM_PROFILE="qwen3",
+        LLM_CONTEXT_WINDOW="32768",
+    )
+
+
+@pytest.fixture(scope="session")
+def worker(django_db_setup, django_db_blocker, stack_env) -> Iterator[WorkerProcess]:
+    """One real Celery worker process (with beat for the reaper), shared by the session."""
+    proc = WorkerProcess(stack_env, concurrency=4, beat=True, name="session").start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, stack_env) -> Iterator[AsgiServer]:
+    server = AsgiServer(stack_env).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def live_settings(settings, test_site, fake_llm):
+    """Point this process's settings at the same test services the children use."""
+    settings.SEARXNG_URL = test_site.url
+    settings.LLM_BASE_URL = fake_llm.base_url
+    return settings

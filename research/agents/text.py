@@ -26,3 +26,71 @@ def detect_locale(text: str, default: str = "en-US") -> str:
 
 def is_chinese(locale: str) -> bool:
     return locale.lower().startswith("zh")
+
+
+# Words that carry no topic on their own. Used to pull key terms out of a question and by the
+# offline engine's tokenizer; kept short on purpose so topic words are never dropped by accident.
+STOPWORDS_EN: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each either else ever few
+    for from further get gets got had has have having he her here hers herself him himself his how
+    i if in into is it its itself just let like made make many may me might more most much must my
+    myself no nor not now of off on once one only or other our ours ourselves out over own per please
+    quite rather really same shall she should so some such than that the their theirs them themselves
+    then there these they this those through thus to too under until up upon us use used using very
+    via was we were what whatever when where whether which while who whom whose why will with within
+    without would yet you your yours yourself yourselves
+    tell explain describe give know want need think look help vs versus etc
+    """.split()
+)
+
+# Question scaffolding in Chinese ("what is", "how", "please introduce" …), longest first so that
+# "有哪些" is removed before "哪些". Single characters are only particles that rarely sit inside a
+# word ("与" would break 参与, "了" would break 了解, so they are not here).
+ZH_STOP_PHRASES: tuple[str, ...] = tuple(
+    (
+        "请介绍一下 介绍一下 请问 是什么 有哪些 怎么样 为什么 是否 能否 如何 怎样 怎么 "
+        "什么 哪些 哪个 关于 我们 你们 一下 以及 请 吗 呢 吧 的"
+    ).split()
+)
+
+_EN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#'’\-]*")
+_ZH_SPLIT = re.compile("|".join(re.escape(p) for p in ZH_STOP_PHRASES) + r"|[\s\W_]+")
+
+
+def key_terms(question: str, locale: str | None = None, *, fallback: bool = True) -> list[str]:
+    """The topic words of a question, in order, without question scaffolding or stopwords.
+
+    English: words minus stopwords (original spelling kept, so "GPT-4" survives).
+    Chinese: the question cut at punctuation and question phrases into runs of ≥2 characters.
+    With `fallback`, returns the stripped question when nothing else is left.
+    """
+    locale = locale or detect_locale(question)
+    terms: list[str] = []
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        term = term.strip("'’-")
+        if term and term.lower() not in seen:
+            seen.add(term.lower())
+            terms.append(term)
+
+    if is_chinese(locale) or _CJK.search(question):
+        for chunk in _ZH_SPLIT.split(question):
+            if _CJK.search(chunk):
+                if len(chunk) >= 2:
+                    add(chunk)
+            else:
+                # Latin words inside a Chinese question ("AI", "GPU") are topic words too.
+                for word in _EN_WORD.findall(chunk):
+                    if word.lower() not in STOPWORDS_EN:
+                        add(word)
+    else:
+        for word in _EN_WORD.findall(question):
+            if word.lower() not in STOPWORDS_EN and (len(word) > 1 or word.isdigit()):
+                add(word)
+    if not terms and fallback:
+        stripped = question.strip().strip("?？!！.。")
+        return [stripped] if stripped else []
+    return terms

@@ -1,3 +1,23 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-urlpatterns: list = []
+from research.jobs import views
+
+urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("", views.job_list, name="job_list"),
+    path("jobs/new/", views.job_new, name="job_new"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
+    path("jobs/<int:job_id>/panel/", views.job_panel, name="job_panel"),
+    path("jobs/<int:job_id>/events/", views.job_events, name="job_events"),
+    path("jobs/<int:job_id>/plan/", views.job_plan, name="job_plan"),
+    path("jobs/<int:job_id>/plan/<int:number>/", views.job_plan_version, name="job_plan_version"),
+    path("jobs/<int:job_id>/cancel/", views.job_cancel, name="job_cancel"),
+    path("jobs/<int:job_id>/retry/", views.job_retry, name="job_retry"),
+    path("jobs/<int:job_id>/delete/", views.job_delete, name="job_delete"),
+    path("jobs/<int:job_id>/rerender/", views.job_rerender, name="job_rerender"),
+    path("jobs/<int:job_id>/report/edit/", views.job_report_edit, name="job_report_edit"),
+    path("jobs/<int:job_id>/files/<path:name>", views.artifact_download, name="artifact_download"),
+]

@@ -1,0 +1,54 @@
+# One-machine set-up: .venv, Debian packages, SQLite, embedded Redis.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+export PYTHONUNBUFFERED := 1
+-include .env
+export
+
+.PHONY: run worker test lint bench stress setup sysdeps migrate check-deploy clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt -c constraints.txt
+	touch $@
+
+sysdeps:
+	./scripts/sysdeps.sh
+
+setup: sysdeps $(VENV)/.installed
+
+migrate: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v0
+	$(PY) manage.py ensure_demo_user
+
+run: migrate
+	$(PY) -m research.devserver --port $(PORT)
+
+worker: setup
+	$(PY) -m celery -A research worker -Q agents,render -c $${WORKER_CONCURRENCY:-4} --loglevel INFO -n worker-$$$$@%h --without-gossip --without-mingle
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+check-deploy: setup
+	DEBUG=0 SECURE_PRODUCTION=1 SECRET_KEY=ci-$$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
+	ALLOWED_HOSTS=research.example.com $(PY) manage.py check --deploy --fail-level WARNING
+
+test: setup
+	$(PY) manage.py collectstatic --noinput -v0
+	$(VENV)/bin/ruff check .
+	$(MAKE) --no-print-directory check-deploy
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run.py
+
+stress: setup
+	$(PY) bench/run.py --only scale,stream
+
+clean:
+	rm -rf .run outputs db.sqlite3

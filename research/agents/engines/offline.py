@@ -1,0 +1,756 @@
+"""The offline engine: whole research jobs with no model server (DESIGN §10).
+
+It shares the graph, events, plan review, tools and renderers with the model engine; only the
+text-producing functions differ. Everything is extractive and deterministic:
+
+- coordinate: greetings get a short answer, anything else is researched;
+- plan: one step per facet of the question (background, current state, key figures, ...);
+- research: search + fetch, rank the fetched sentences against the step's query with BM25, keep
+  the best non-duplicate ones, each copied verbatim from its source and cited as [n];
+- process: descriptive statistics of the numbers found by earlier steps, run in the sandbox;
+- report: a summary of the strongest sentences plus one section per step (no references list:
+  the orchestrator appends it from the source registry);
+- podcast script / slide outline: derived from the report by research.render.derive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from research.agents.rank import RankedSentence, near_duplicate, rank_sentences, split_sentences, tokenize
+from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
+from research.agents.types import (
+    AgentContext,
+    CoordinatorDecision,
+    Plan,
+    PlanStep,
+    PodcastScript,
+    SlideOutline,
+    SourceRef,
+    StepResult,
+    ToolError,
+)
+
+# ---------------------------------------------------------------- coordinator
+
+_GREETING_WORDS_EN = frozenset(
+    "hi hello hey heya hiya yo howdy greetings hallo there thanks thank you thx ty cheers good morning "
+    "afternoon evening day how are doing ok okay bye goodbye see ya nice to meet much so a lot".split()
+)
+_GREETING_EN_CORE = frozenset(
+    "hi hello hey heya hiya yo howdy greetings hallo thanks thank thx ty cheers bye goodbye morning afternoon "
+    "evening".split()
+)
+_GREETING_PHRASES_ZH: tuple[str, ...] = tuple(
+    (
+        "你好吗 你好 您好 大家好 哈喽 哈啰 嗨 谢谢你 谢谢您 谢谢 多谢 感谢 "
+        "早上好 下午好 晚上好 早安 晚安 在吗 再见 拜拜 呀 啊 哦 呢 嘛"
+    ).split()
+)
+_GREETING_MAX_WORDS = 6
+
+
+def is_small_talk(text: str) -> bool:
+    """A message made only of greeting / thanks words ("hi", "thanks a lot!", "你好", "谢谢")."""
+    cleaned = unicodedata.normalize("NFKC", text).strip().lower()
+    if not cleaned:
+        return False
+    zh = re.sub(r"[\s\W_]+", "", cleaned)
+    if re.search(r"[\u4e00-\u9fff]", zh):
+        rest = zh
+        for phrase in _GREETING_PHRASES_ZH:
+            rest = rest.replace(phrase, "")
+        return rest == "" and zh != rest
+    words = re.findall(r"[a-z]+", cleaned)
+    return (
+        0 < len(words) <= _GREETING_MAX_WORDS
+        and all(w in _GREETING_WORDS_EN for w in words)
+        and any(w in _GREETING_EN_CORE for w in words)
+    )
+
+
+# ---------------------------------------------------------------- planner
+
+
+@dataclass(frozen=True)
+class Facet:
+    key: str
+    title_en: str
+    title_zh: str
+    query_en: str  # words added to the question's key terms to make the step's search query
+    query_zh: str
+    aliases: tuple[str, ...]  # words in re-plan feedback that name this facet
+    # Words typical of sentences about this facet (not of searches for it): they steer the ranking
+    # towards e.g. sentences with "percent" or "million" for key figures. English and Chinese.
+    hints: str = ""
+
+
+FACETS: tuple[Facet, ...] = (
+    Facet("overview", "Overview", "概述", "overview", "概述 简介", ("overview", "概述", "概况")),
+    Facet(
+        "background",
+        "Background",
+        "背景",
+        "background history origins",
+        "背景 历史 起源",
+        ("background", "history", "origin", "origins", "背景", "历史", "起源"),
+        "history historical began first originally invented introduced decades founded earlier "
+        "历史 起源 最早 发明 提出 早在 年代 此前",
+    ),
+    Facet(
+        "current",
+        "Current state",
+        "现状",
+        "current state latest developments",
+        "现状 最新进展",
+        ("current", "status", "state", "latest", "present", "现状", "最新", "进展"),
+        "currently today now recent recently announced launched ongoing already "
+        "目前 当前 现在 近期 最近 已经 正在 宣布 推出",
+    ),
+    Facet(
+        "figures",
+        "Key figures and data",
+        "关键数据",
+        "key figures statistics data",
+        "关键数据 统计 数字",
+        ("figures", "data", "statistics", "numbers", "stats", "数据", "统计", "数字"),
+        "percent million billion share number estimate rate growth total average "
+        "亿元 万辆 百分 规模 占比 增长 数量 达到",
+    ),
+    Facet(
+        "actors",
+        "Key players",
+        "主要参与者",
+        "key players companies organizations",
+        "主要参与者 企业 机构",
+        ("players", "actors", "companies", "organizations", "参与者", "企业", "公司", "机构"),
+        "company firm startup government university leading partner 公司 企业 政府 大学 机构 厂商 领先 合作",
+    ),
+    Facet(
+        "comparison",
+        "Comparisons and alternatives",
+        "比较与替代方案",
+        "comparison alternatives",
+        "比较 替代方案",
+        ("comparison", "comparisons", "alternatives", "compare", "比较", "对比", "替代"),
+        "compared unlike whereas alternative instead cheaper better worse 相比 替代 不同 优于 低于 高于",
+    ),
+    Facet(
+        "challenges",
+        "Challenges and obstacles",
+        "挑战与障碍",
+        "challenges obstacles risks",
+        "挑战 障碍 风险",
+        ("challenges", "challenge", "obstacles", "risks", "problems", "barriers", "挑战", "障碍", "风险", "问题"),
+        "challenge problem obstacle barrier risk difficult hurdle limit cost concern "
+        "挑战 问题 障碍 风险 困难 难题 限制 成本 瓶颈",
+    ),
+    Facet(
+        "outlook",
+        "Outlook",
+        "前景",
+        "outlook future trends forecast",
+        "前景 未来 趋势 预测",
+        ("outlook", "future", "trends", "forecast", "prospects", "前景", "未来", "趋势", "预测"),
+        "future expect expected forecast outlook likely prospects 未来 预计 预测 有望 前景 趋势",
+    ),
+)
+_FACET_BY_KEY = {f.key: f for f in FACETS}
+CORE_FACETS = ("background", "current", "figures", "challenges", "outlook")
+EXTRA_FACETS = ("actors", "comparison")  # used only when more than five steps are allowed or asked for
+# Which facets survive when fewer steps are allowed: the most informative first.
+_FACET_PRIORITY = ("current", "figures", "challenges", "outlook", "background", "actors", "comparison")
+_CANONICAL_ORDER = ("overview", "background", "current", "figures", "actors", "comparison", "challenges", "outlook")
+
+_NEGATIONS = re.compile(
+    r"\b(?:no|not|without|remove|drop|skip|exclude|omit|delete|less)\b|去掉|删除|删去|去除|不要|不需要|省略"
+)
+_ONLY = re.compile(r"\b(?:only|just)\b|只要|只需|仅|只")
+# "fewer steps" / "more steps" style hints; "more on X" is a focus request, not a longer plan.
+_FEWER = re.compile(
+    r"\bfewer\b|\bless\s+(?:steps?|sections?)\b|\bshorter\b|\b(?:reduce|cut)\s+the\s+(?:steps?|plan)\b|"
+    r"更少|少一些|少一点|减少步骤|精简"
+)
+_MORE = re.compile(
+    r"\bmore\s+(?:steps?|sections?|facets?|aspects?)\b|\blonger\b|\bexpand\b|更多步骤|多一些|多一点|增加步骤"
+)
+_STEP_COUNT = re.compile(r"(\d{1,2}|[一二两三四五六七八九十])\s*(?:steps?|sections?|个步骤|步|个部分|部分)", re.I)
+_ZH_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+# Words of re-plan feedback that steer the plan's shape rather than name a topic.
+_FEEDBACK_FILLER_EN = frozenset(
+    "step steps section sections plan fewer more less shorter longer add remove drop skip exclude omit delete "
+    "focus include cover covering only just please also additional expand extra reduce smaller instead "
+    "keep make sure mention emphasis emphasise emphasize".split()
+)
+_FEEDBACK_FILLER_ZH = tuple(
+    "步骤 部分 计划 更少 更多 增加 减少 去掉 删除 不要 重点 关注 包括 加上 添加 一些 一点 只要 只需 精简 扩展".split()
+)
+
+
+def _facet_title(facet: Facet, zh: bool) -> str:
+    return facet.title_zh if zh else facet.title_en
+
+
+def _facet_mentions(feedback: str) -> tuple[list[str], list[str]]:
+    """Facets the feedback asks for and facets it asks to drop ("no outlook", "去掉背景")."""
+    text = feedback.lower()
+    wanted: list[str] = []
+    dropped: list[str] = []
+    for facet in FACETS:
+        for alias in facet.aliases:
+            pattern = re.escape(alias) if re.search(r"[\u4e00-\u9fff]", alias) else rf"\b{re.escape(alias)}\b"
+            match = re.search(pattern, text)
+            if not match:
+                continue
+            before = text[max(0, match.start() - 20) : match.start()]
+            clause = re.split(r"[,.;，。；]|\band\b|\bbut\b|但", before)[-1]
+            target = dropped if _NEGATIONS.search(clause) else wanted
+            if facet.key not in target:
+                target.append(facet.key)
+            break
+    return wanted, [k for k in dropped if k not in wanted]
+
+
+def _feedback_terms(feedback: str, zh: bool) -> list[str]:
+    """Topic words of the feedback: what is left after facet names and plan-shaping words."""
+    aliases = {a for f in FACETS for a in f.aliases}
+    text = feedback
+    for phrase in sorted(aliases | set(_FEEDBACK_FILLER_ZH), key=len, reverse=True):
+        if re.search(r"[\u4e00-\u9fff]", phrase):
+            text = text.replace(phrase, " ")
+    text = _STEP_COUNT.sub(" ", text)
+    terms = key_terms(text, "zh-CN" if zh else "en-US", fallback=False)
+    out: list[str] = []
+    for term in terms:
+        low = term.lower()
+        if low in aliases or low in _FEEDBACK_FILLER_EN or low in STOPWORDS_EN or low.isdigit():
+            continue
+        if term in ZH_STOP_PHRASES:
+            continue
+        out.append(term)
+    return out
+
+
+def _requested_count(feedback: str, current: int) -> int | None:
+    match = _STEP_COUNT.search(feedback)
+    if match:
+        raw = match.group(1)
+        return int(raw) if raw.isdigit() else _ZH_NUMBERS[raw]
+    if _FEWER.search(feedback.lower()):
+        return current - 1
+    if _MORE.search(feedback.lower()):
+        return current + 1
+    return None
+
+
+def _plan_title(question: str) -> str:
+    title = " ".join(question.split())
+    if len(title) > 120:
+        cut = title[:120]
+        title = (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+    return (title[:1].upper() + title[1:]) or "Research"
+
+
+# ---------------------------------------------------------------- process step
+
+# 1,200 / 3.5 / 42 as whole numbers: not digits glued to words ("GPT4", "H100") or other digits.
+_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\w|[.,]\d)")
+
+
+_CITATION = re.compile(r"\[\d{1,4}(?:\s*,\s*\d{1,4})*\]")
+
+
+def _numbers(sentences: Sequence[str], limit: int = 200) -> list[float]:
+    """Numbers quoted in sentences, years (1800–2100 without decimals) left out as they aren't data."""
+    values: list[float] = []
+    for sentence in sentences:
+        for raw in _NUMBER.findall(sentence):
+            value = float(raw.replace(",", ""))
+            if "." not in raw and "," not in raw and 1800 <= value <= 2100:
+                continue
+            values.append(value)
+            if len(values) >= limit:
+                return values
+    return values
+
+
+_STATS_CODE = """\
+import statistics
+values = {values}
+print("count", len(values))
+print("min", min(values))
+print("max", max(values))
+print("mean", round(statistics.mean(values), 4))
+print("median", statistics.median(values))
+if len(values) > 1:
+    print("stdev", round(statistics.stdev(values), 4))
+"""
+
+
+def _step_facets(step: PlanStep) -> list[Facet]:
+    """Facets a step is about, judged by its title only (descriptions carry the topic's words,
+    and "solid-state" must not make every step a "current state" step)."""
+    title = step.title.lower()
+    found: list[Facet] = []
+    for facet in FACETS:
+        names = (facet.title_en.lower(), facet.title_zh, *facet.aliases)
+        if any(
+            (n in title) if re.search(r"[\u4e00-\u9fff]", n) else re.search(rf"\b{re.escape(n)}\b", title)
+            for n in names
+        ):
+            found.append(facet)
+    return found
+
+
+def _figures_prior(sentence: str) -> float:
+    """A "key figures" step wants sentences that quote numbers, and years alone are not figures."""
+    return 2.0 if _numbers([sentence]) else 1.0
+
+
+# ---------------------------------------------------------------- the engine
+
+
+class _Section(NamedTuple):
+    title: str
+    picked: list[dict[str, Any]]  # the ranked sentences this section shows
+    report_md: str  # the step's own text, used when it has no ranked sentences
+    extractive: bool  # the step ranked sentences (as opposed to a processing step)
+
+
+def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
+    raw = result.notes.get("sentences") if isinstance(result.notes, dict) else None
+    if not isinstance(raw, list):
+        return []
+    return [
+        s for s in raw if isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("source"), int)
+    ]
+
+
+def _cite(sentence: str, number: int, zh: bool) -> str:
+    # Chinese sentences end in "。" and take the marker directly; English ones take a space.
+    return f"{sentence}[{number}]" if zh and sentence[-1:] in "。！？" else f"{sentence} [{number}]"
+
+
+class OfflineEngine:
+    """Implements research.agents.types.Engine with extraction instead of a model."""
+
+    name = "offline"
+
+    def __init__(
+        self, *, fetch_per_step: int = 4, sentences_per_step: int = 5, min_sentences: int = 3, per_source: int = 3
+    ) -> None:
+        self.fetch_per_step = fetch_per_step  # pages fetched per step (search hits beyond are not read)
+        self.sentences_per_step = sentences_per_step  # sentences shown per step
+        self.min_sentences = min_sentences  # off-facet sentences fill up to this many
+        self.per_source = per_source  # soft cap per source, so one page doesn't fill a section
+
+    # -- coordinator
+
+    def coordinate(self, ctx: AgentContext) -> CoordinatorDecision:
+        locale = detect_locale(ctx.question)
+        if is_small_talk(ctx.question):
+            if is_chinese(locale):
+                answer = (
+                    "你好！这里是离线引擎：不使用语言模型，而是通过检索和抽取来源原文来撰写报告。"
+                    "请告诉我你想研究的问题。"
+                )
+            else:
+                answer = (
+                    "Hello! This is the offline engine: it writes reports without a language model, by "
+                    "searching and quoting sources. Ask me a research question to get started."
+                )
+            return CoordinatorDecision("answer", locale, answer)
+        return CoordinatorDecision("research", locale)
+
+    # -- planner
+
+    def plan(
+        self,
+        ctx: AgentContext,
+        *,
+        max_steps: int,
+        background: str = "",
+        feedback: str = "",
+        previous: Plan | None = None,
+    ) -> Plan:
+        locale = ctx.locale or detect_locale(ctx.question)
+        zh = is_chinese(locale)
+        limit = max(1, max_steps)
+        terms = key_terms(ctx.question, locale)
+        extra_terms = _feedback_terms(feedback, zh) if feedback else []
+
+        keys = self._facet_keys(limit, feedback, previous)
+        topic = " ".join(terms)
+        steps: list[PlanStep] = []
+        for index, key in enumerate(keys, start=1):
+            facet = _FACET_BY_KEY[key]
+            query = " ".join([topic, facet.query_zh if zh else facet.query_en, *extra_terms]).strip()
+            steps.append(
+                PlanStep(
+                    id=f"step-{index}",
+                    title=_facet_title(facet, zh),
+                    description=query[:4000],
+                    step_type="research",
+                    need_search=True,
+                    depends_on=[],
+                )
+            )
+        facet_names = "、".join(s.title for s in steps) if zh else ", ".join(s.title for s in steps)
+        if zh:
+            thought = f"离线规划：按问题的各个方面分步检索（{facet_names}）；关键词：{'、'.join(terms)}。"
+            if feedback:
+                thought += f"已根据反馈调整：{feedback.strip()}"
+        else:
+            thought = f"Offline plan: one search step per facet of the question ({facet_names}); key terms: {topic}."
+            if feedback:
+                thought += f" Adjusted to the feedback: {feedback.strip()}"
+        return Plan(
+            locale=locale,
+            title=_plan_title(ctx.question)[:300],
+            thought=thought[:2000],
+            has_enough_context=False,
+            steps=steps,
+        )
+
+    def _facet_keys(self, limit: int, feedback: str, previous: Plan | None) -> list[str]:
+        count = min(limit, len(CORE_FACETS))
+        if previous is not None and previous.steps:
+            count = min(limit, len(previous.steps))
+        wanted: list[str] = []
+        dropped: list[str] = []
+        if feedback:
+            wanted, dropped = _facet_mentions(feedback)
+            requested = _requested_count(feedback, count)
+            if requested is not None:
+                count = requested
+            elif wanted and previous is not None:
+                # "add key players": room for facets the previous plan lacked, within max_steps.
+                had = {s.title for s in previous.steps}
+                new = [k for k in wanted if not {_FACET_BY_KEY[k].title_en, _FACET_BY_KEY[k].title_zh} & had]
+                count += len(new)
+            if _ONLY.search(feedback.lower()) and wanted:
+                count = len(wanted)
+        count = max(1, min(limit, count))
+        if count == 1 and not wanted:
+            return ["overview"]
+        pool = (
+            [k for k in (*CORE_FACETS, *EXTRA_FACETS) if k != "overview"]
+            if count > len(CORE_FACETS)
+            else list(CORE_FACETS)
+        )
+        chosen = [k for k in wanted if k not in dropped][:count]
+        for key in _FACET_PRIORITY:
+            if len(chosen) >= count:
+                break
+            if key in pool and key not in chosen and key not in dropped:
+                chosen.append(key)
+        for key in _FACET_PRIORITY:  # everything else was dropped: fall back to what is left
+            if len(chosen) >= count:
+                break
+            if key not in chosen and key not in dropped:
+                chosen.append(key)
+        return sorted(chosen, key=_CANONICAL_ORDER.index)
+
+    # -- researcher
+
+    def _queries(self, ctx: AgentContext, step: PlanStep) -> tuple[str, str, str]:
+        """(search query, ranking query, focus): the step's words plus the question's key terms.
+
+        The focus is the step's words that are not the question's topic: every fetched page is
+        about the topic, so the facet ("history", "challenges") is what tells the steps apart.
+        """
+        locale = ctx.locale or detect_locale(ctx.question)
+        terms = key_terms(ctx.question, locale)
+        base = step.description.strip() or step.title.strip()
+        missing = [t for t in terms if t.lower() not in base.lower()]
+        search_query = " ".join([base, *missing])[:400]
+        rank_query = " ".join([step.title, step.description, *terms])
+        topic = set(tokenize(" ".join(terms)))
+        words = re.findall(r"[\w'’-]+", f"{step.title} {step.description}")
+        words += [w for facet in _step_facets(step) for w in facet.hints.split()]
+        focus = " ".join(dict.fromkeys(w.lower() for w in words if set(tokenize(w)) - topic))
+        return search_query, rank_query, focus
+
+    def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]:
+        """Search and fetch; returns the fetched / knowledge-base sources and the errors met.
+
+        A step that needs no search re-reads what the job already found, and searches only when
+        nothing was found yet. A failed fetch is skipped and the next hit is tried instead.
+        """
+        options = ctx.options or {}
+        use_web = options.get("web", True) is not False
+        use_kb = bool(options.get("kb"))
+        max_results = int(options.get("max_results") or 8)
+        sources: list[SourceRef] = []
+        errors: list[str] = []
+        seen: set[int] = set()
+
+        def keep(ref: SourceRef) -> bool:
+            if ref.number in seen or not ref.text.strip():
+                return False
+            seen.add(ref.number)
+            sources.append(ref)
+            return True
+
+        if not step.need_search:
+            for ref in ctx.sources():
+                keep(ref)
+            if sources:
+                return sources, errors
+
+        if use_kb:
+            ctx.check_cancelled()
+            try:
+                hits = ctx.kb_search(query, limit=self.fetch_per_step)
+            except ToolError as exc:
+                errors.append(f"knowledge base: {exc}")
+                ctx.emit("step.activity", {"kind": "kb", "query": query, "error": str(exc)})
+            else:
+                ctx.emit("step.activity", {"kind": "kb", "query": query, "count": len(hits)})
+                for ref in hits:
+                    keep(ref)
+        if use_web:
+            ctx.check_cancelled()
+            try:
+                results = ctx.search(query, max_results=max_results)
+            except ToolError as exc:
+                errors.append(f"search: {exc}")
+                ctx.emit("step.activity", {"kind": "search", "query": query, "error": str(exc)})
+                results = []
+            # Knowledge-base hits that a search provider mixed in are read through kb_search, not fetched.
+            urls = [h.url for h in results if h.url and h.provider != "knowledge" and not h.url.startswith("kb://")]
+            fetched = 0
+            for url in dict.fromkeys(urls):
+                if fetched >= self.fetch_per_step:
+                    break
+                ctx.check_cancelled()
+                try:
+                    fetched += keep(ctx.fetch(url))
+                except ToolError as exc:
+                    errors.append(f"{url}: {exc}")
+                    ctx.emit("step.activity", {"kind": "fetch_failed", "url": url, "error": str(exc)})
+        return sources, errors
+
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
+        locale = ctx.locale or plan.locale
+        search_query, rank_query, focus = self._queries(ctx, step)
+        sources, errors = self._gather(ctx, step, search_query)
+        if not sources:
+            detail = f" ({'; '.join(errors[:3])})" if errors else ""
+            raise ToolError(f"no sources found for step '{step.title}'{detail}")
+
+        ctx.check_cancelled()
+        candidates: list[tuple[str, int]] = []
+        for ref in sources:
+            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
+        if not candidates:
+            raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
+        # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
+        ranked = rank_sentences(
+            rank_query,
+            candidates,
+            limit=self.sentences_per_step + 3,
+            locale=locale,
+            per_source=self.per_source,
+            focus=focus,
+            topic=key_terms(ctx.question, locale),
+            prior=_figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else None,
+        )
+        # Sentences that only share the question's topic say nothing about this step's facet: keep
+        # them only to make up a minimum, so sections stay on their facet instead of repeating.
+        focus_tokens = set(tokenize(focus))
+        on_facet = [r for r in ranked if focus_tokens & set(tokenize(r.text))]
+        if focus_tokens and on_facet:
+            off_facet = [r for r in ranked if r not in on_facet][: max(0, self.min_sentences - len(on_facet))]
+            ranked = on_facet + off_facet
+        fallback = not ranked
+        if fallback:
+            # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
+            firsts: dict[int, str] = {}
+            for sentence, number in candidates:
+                firsts.setdefault(number, sentence)
+            leads = list(firsts.items())[: self.sentences_per_step]
+            ranked = [RankedSentence(text, number, 0.0, i) for i, (number, text) in enumerate(leads)]
+        ctx.emit(
+            "step.activity",
+            {"kind": "rank", "candidates": len(candidates), "selected": min(len(ranked), self.sentences_per_step)},
+        )
+        zh = is_chinese(locale)
+        shown = ranked[: self.sentences_per_step]
+        report_md = "\n".join(f"- {_cite(r.text, r.source, zh)}" for r in shown) + "\n"
+        return StepResult(
+            step_id=step.id,
+            title=step.title,
+            report_md=report_md,
+            notes={
+                "engine": self.name,
+                "query": rank_query,
+                "sources": [ref.number for ref in sources],
+                "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked],
+                "fallback": fallback,
+                "errors": errors,
+            },
+        )
+
+    # -- coder
+
+    def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
+        zh = is_chinese(ctx.locale or plan.locale)
+        sentences: list[str] = []
+        for result in prior:
+            quoted = [s["text"] for s in _notes_sentences(result)]
+            # Without ranked sentences (another engine's result), read its text minus the [n] markers.
+            sentences += quoted or [_CITATION.sub(" ", result.report_md)]
+        values = _numbers(sentences)
+        notes: dict[str, Any] = {"engine": self.name, "values": values}
+        if not values:
+            text = (
+                "前序步骤的来源句子中没有找到数值，因此没有可计算的内容。"
+                if zh
+                else "The sentences gathered by earlier steps contain no numbers, so there was nothing to compute."
+            )
+            return StepResult(step.id, step.title, text + "\n", notes=notes)
+
+        ctx.check_cancelled()
+        run = ctx.run_python(_STATS_CODE.format(values=json.dumps(values)))
+        notes.update({"exit_code": run.exit_code, "timed_out": run.timed_out, "error": run.error})
+        if zh:
+            intro = f"离线引擎对前序步骤来源句子中出现的 {len(values)} 个数值做了简单的描述性统计（不含年份）。"
+        else:
+            intro = (
+                f"The offline engine computed simple descriptive statistics of the {len(values)} numbers "
+                "quoted in the earlier steps' source sentences (years left out)."
+            )
+        if run.error:
+            outcome = f"沙箱拒绝运行代码：{run.error}" if zh else f"The sandbox refused to run the code: {run.error}"
+            text = f"{intro}\n\n{outcome}\n"
+        elif run.timed_out or run.exit_code != 0:
+            detail = "timed out" if run.timed_out else f"exit code {run.exit_code}"
+            outcome = f"代码运行失败（{detail}）。" if zh else f"The code run failed ({detail})."
+            text = f"{intro}\n\n{outcome}\n"
+        else:
+            text = f"{intro}\n\n```\n{run.stdout.strip()}\n```\n"
+        return StepResult(step.id, step.title, text, figures=list(run.figures), notes=notes)
+
+    # -- reporter
+
+    def report(
+        self,
+        ctx: AgentContext,
+        plan: Plan,
+        results: list[StepResult],
+        *,
+        style: str,
+        on_delta: Callable[[str], None],
+    ) -> str:
+        zh = is_chinese(ctx.locale or plan.locale)
+        by_step = {r.step_id: r for r in results}
+        ordered = [by_step[s.id] for s in plan.steps if s.id in by_step]
+        in_plan = {id(r) for r in ordered}
+        ordered += [r for r in results if id(r) not in in_plan]  # results for steps no longer in the plan
+        missing = [s for s in plan.steps if s.id not in by_step]
+
+        assigned = self._assign(ordered)
+        sections = [
+            _Section(r.title, picked, r.report_md, bool(_notes_sentences(r)))
+            for r, picked in zip(ordered, assigned, strict=True)
+        ]
+
+        pieces: list[str] = []
+
+        def emit(piece: str) -> None:
+            pieces.append(piece)
+            on_delta(piece)
+
+        note = (
+            "_本报告由离线引擎生成：内容是从检索到的来源中按相关度抽取的原句，未使用语言模型。_"
+            if zh
+            else "_Produced by the offline engine: an extractive report made of ranked sentences quoted from "
+            "the sources, without a language model._"
+        )
+        emit(f"# {plan.title}\n\n{note}\n\n")
+
+        summary = self._summary(sections, style)
+        heading = "## 摘要" if zh else "## Summary"
+        if summary:
+            body = (
+                "".join(_cite(s["text"], s["source"], zh) for s in summary)
+                if zh
+                else " ".join(_cite(s["text"], s["source"], zh) for s in summary)
+            )
+        else:
+            body = "没有从来源中找到可用于摘要的句子。" if zh else "No source sentences were found to summarise."
+        emit(f"{heading}\n\n{body}\n\n")
+
+        for section in sections:
+            title, picked, report_md = section.title, section.picked, section.report_md
+            if picked:
+                bullets = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for s in picked)
+            elif section.extractive:
+                bullets = (
+                    "_本步骤找到的句子已在上文各节中列出。_"
+                    if zh
+                    else "_The sentences found for this step already appear in the sections above._"
+                )
+            else:  # a processing step, or a result without ranked sentences: its own text as is
+                bullets = report_md.strip() or ("本步骤没有结果。" if zh else "This step produced no findings.")
+            emit(f"## {title}\n\n{bullets}\n\n")
+        for step in missing:
+            emit(f"## {step.title}\n\n{'本步骤没有结果。' if zh else 'This step produced no findings.'}\n\n")
+        return "".join(pieces)
+
+    def _assign(self, results: list[StepResult]) -> list[list[dict[str, Any]]]:
+        """Share the sentences out between sections so that no two sections repeat each other.
+
+        Sections take turns by rank (every section's best sentence first, then every second best
+        …), so a sentence that one step ranks first and another step only used as filler goes to
+        the first. A section left with nothing keeps its own best sentence, repeated or not.
+        """
+        ranked = [_notes_sentences(r) for r in results]
+        assigned: list[list[dict[str, Any]]] = [[] for _ in results]
+        used: list[str] = []
+        for rank in range(max((len(r) for r in ranked), default=0)):
+            for index, sentences in enumerate(ranked):
+                if rank >= len(sentences) or len(assigned[index]) >= self.sentences_per_step:
+                    continue
+                sentence = sentences[rank]
+                if not any(near_duplicate(sentence["text"], u) for u in used):
+                    assigned[index].append(sentence)
+                    used.append(sentence["text"])
+        return assigned
+
+    @staticmethod
+    def _summary(sections: list[_Section], style: str) -> list[dict[str, Any]]:
+        """The strongest sentences across steps: each section's best first, then the runners-up.
+
+        BM25 scores are only comparable within one step's corpus, so rank order (not raw score)
+        decides; shorter styles get shorter summaries.
+        """
+        size = {"social_media": 3, "news": 4}.get(style, 5)
+        chosen: list[dict[str, Any]] = []
+        depth = max((len(s.picked) for s in sections), default=0)
+        for rank in range(depth):
+            for section in sections:
+                picked = section.picked
+                if len(chosen) >= size:
+                    return chosen
+                if rank < len(picked) and not any(near_duplicate(picked[rank]["text"], c["text"]) for c in chosen):
+                    chosen.append(picked[rank])
+        return chosen
+
+    # -- derived outputs
+
+    def podcast_script(self, ctx: AgentContext, report_md: str) -> PodcastScript:
+        from research.render.derive import podcast_script_from_markdown  # render imports lazily: keep agents light
+
+        return podcast_script_from_markdown(report_md, locale=ctx.locale)
+
+    def slide_outline(self, ctx: AgentContext, report_md: str) -> SlideOutline:
+        from research.render.derive import slide_outline_from_markdown
+
+        return slide_outline_from_markdown(report_md, locale=ctx.locale)

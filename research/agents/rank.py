@@ -1,0 +1,346 @@
+"""Extractive ranking for the offline engine: sentence splitting, tokenizing, BM25, near-duplicates.
+
+Pure functions, no Django, no model, no randomness. The one rule that matters downstream: a
+sentence returned by `split_sentences` is a verbatim slice of its source text (only runs of
+whitespace are collapsed), so a citation check can find it in the page it cites.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from research.agents.text import STOPWORDS_EN, detect_locale, is_chinese
+
+_CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CHAR}]")
+_TOKEN = re.compile(f"[{_CJK_CHAR}]+|[a-z0-9]+")
+_WS = re.compile(r"\s+")
+
+_CJK_TERMINATORS = "。！？"
+_TERMINATORS = ".!?" + _CJK_TERMINATORS
+_CLOSERS = "\"'”’)）」』】"
+_FOOTNOTE = re.compile(r"\[[^\[\]\s]{1,12}\]")  # [12], [a], [note 3] is not matched (has a space)
+_TRAILING_FOOTNOTES = re.compile(r"(?:\[[^\[\]\s]{1,12}\])+$")
+_LIST_MARKER = re.compile(r"^(?:[-*+•·]\s+|\d{1,3}[.)]\s+|>\s*)+")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs al approx est dept gov "
+    "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.u p.m a.m ph.d".split()
+)
+_INITIALS = re.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
+
+# Sentences that are page furniture rather than content.
+_BOILERPLATE = re.compile(
+    r"cookie|privacy policy|terms of (?:use|service)|all rights reserved|copyright|©|subscribe|"
+    r"newsletter|sign (?:up|in)|log ?in\b|javascript|click here|read more|share this|advertisement|"
+    r"skip to (?:main )?content|版权所有|隐私政策|登录|注册|点击|订阅|免责声明|上一篇|下一篇|相关阅读|"
+    r"返回顶部|分享到|扫码|关注我们",
+    re.I,
+)
+# Characters that mark markup, links or tables; a sentence with them is either not prose or would
+# change meaning in the Markdown report ([n] is our citation syntax), so it is skipped.
+_MARKUP = re.compile(r"https?://|www\.|[\[\]|*_`<>{}@]|\\")
+
+_SENTENCE_MIN_EN, _SENTENCE_MAX_EN = 40, 400
+_SENTENCE_MIN_ZH, _SENTENCE_MAX_ZH = 12, 200
+_SHORT_LINE = 50  # an unterminated line shorter than this is a heading or menu item, not wrapped prose
+
+
+# ---------------------------------------------------------------- sentences
+
+
+def _ends_sentence(text: str) -> bool:
+    return bool(text) and text.rstrip(_CLOSERS)[-1:] in _TERMINATORS
+
+
+def _blocks(text: str) -> list[str]:
+    """Paragraphs with hard line wraps undone; headings, tables and list items kept apart."""
+    blocks: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            blocks.append(" ".join(current))
+            current.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "|", "```", "---", "===")):
+            flush()
+            continue
+        marker = _LIST_MARKER.match(line)
+        if marker:
+            flush()
+            line = line[marker.end() :].strip()
+        elif current and len(current[-1]) < _SHORT_LINE and not _ends_sentence(current[-1]):
+            # The previous line was short and unterminated (menu item, caption): don't glue prose to it.
+            flush()
+        current.append(line)
+    flush()
+    return blocks
+
+
+def _is_abbreviation(block: str, start: int, dot: int) -> bool:
+    word_start = max(block.rfind(" ", start, dot) + 1, start)
+    word = block[word_start:dot].lstrip("(\"'“")
+    return word.lower() in _ABBREVIATIONS or bool(_INITIALS.fullmatch(word))
+
+
+def _split_block(block: str) -> list[str]:
+    parts: list[str] = []
+    start, i, n = 0, 0, len(block)
+    while i < n:
+        if block[i] not in _TERMINATORS:
+            i += 1
+            continue
+        j = i + 1
+        while j < n and block[j] in _TERMINATORS:
+            j += 1
+        while j < n and block[j] in _CLOSERS:
+            j += 1
+        while (m := _FOOTNOTE.match(block, j)) is not None:
+            j = m.end()
+        k = j
+        while k < n and block[k].isspace():
+            k += 1
+        if any(ch in _CJK_TERMINATORS for ch in block[i:j]):
+            boundary = True  # Chinese full stops need no following space
+        elif k == j or k >= n:
+            boundary = k >= n  # "3.5", "e.g.x" are not boundaries; end of block is
+        else:
+            nxt = block[k]
+            boundary = not nxt.islower() and not (block[i] == "." and j == i + 1 and _is_abbreviation(block, start, i))
+        if boundary:
+            parts.append(block[start:j])
+            start = j
+        i = j
+    if start < n:
+        parts.append(block[start:])
+    return parts
+
+
+def _letters_ratio(text: str) -> float:
+    visible = [ch for ch in text if not ch.isspace()]
+    if not visible:
+        return 0.0
+    return sum(1 for ch in visible if ch.isalpha()) / len(visible)
+
+
+def is_content_sentence(sentence: str) -> bool:
+    """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture."""
+    if not _ends_sentence(sentence) or _MARKUP.search(sentence) or _BOILERPLATE.search(sentence):
+        return False
+    cjk = len(_CJK.findall(sentence))
+    if cjk >= 6:
+        if not _SENTENCE_MIN_ZH <= len(sentence) <= _SENTENCE_MAX_ZH:
+            return False
+    else:
+        if not _SENTENCE_MIN_EN <= len(sentence) <= _SENTENCE_MAX_EN or len(sentence.split()) < 6:
+            return False
+        first = sentence.lstrip("\"'“(")[:1]
+        if first.islower():  # a fragment cut from the middle of something
+            return False
+    sum_digits = sum(ch.isdigit() for ch in sentence)
+    return _letters_ratio(sentence) >= 0.6 and sum_digits <= len(sentence) * 0.25
+
+
+def split_sentences(text: str, locale: str = "en-US") -> list[str]:
+    """Content sentences of a page, in order, each a verbatim slice of `text` up to whitespace.
+
+    Splits on English and Chinese sentence punctuation (abbreviations, initials and decimals are
+    not boundaries), drops trailing footnote markers like "[3]", and keeps only sentences that pass
+    `is_content_sentence`. `locale` is the page's expected language; the split itself follows the
+    script of each sentence, so mixed pages work.
+    """
+    del locale  # the splitter is script-driven; the parameter keeps the call sites explicit
+    out: list[str] = []
+    seen: set[str] = set()
+    for block in _blocks(text):
+        for part in _split_block(block):
+            sentence = _TRAILING_FOOTNOTES.sub("", _WS.sub(" ", part).strip())
+            sentence = _LIST_MARKER.sub("", sentence) if _LIST_MARKER.match(sentence) else sentence
+            if sentence not in seen and is_content_sentence(sentence):
+                seen.add(sentence)
+                out.append(sentence)
+    return out
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def stem(word: str) -> str:
+    """A light English stemmer: plural and common verb endings only, so it never mangles names."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("ing") and len(word) > 5:
+        return word[:-3]
+    if word.endswith("ed") and len(word) > 4:
+        return word[:-2]
+    if word.endswith(("ches", "shes", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased English words (stopwords dropped, lightly stemmed) and Chinese character bigrams."""
+    tokens: list[str] = []
+    for run in _TOKEN.findall(text.lower()):
+        if _CJK.match(run):
+            if len(run) == 1:
+                tokens.append(run)
+            else:
+                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        elif run not in STOPWORDS_EN:
+            tokens.append(stem(run))
+    return tokens
+
+
+# ---------------------------------------------------------------- BM25
+
+
+class BM25:
+    """Okapi BM25 over pre-tokenized documents (the +1 idf variant, so scores are never negative)."""
+
+    def __init__(self, corpus: Sequence[Sequence[str]] = (), *, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self.fit(corpus)
+
+    def fit(self, corpus: Sequence[Sequence[str]]) -> BM25:
+        self.term_freqs: list[Counter[str]] = [Counter(doc) for doc in corpus]
+        self.lengths: list[int] = [len(doc) for doc in corpus]
+        self.avgdl: float = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
+        df: Counter[str] = Counter()
+        for tf in self.term_freqs:
+            df.update(tf.keys())
+        n = len(self.term_freqs)
+        self.idf: dict[str, float] = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        return self
+
+    def score(self, query_tokens: Sequence[str]) -> list[float]:
+        terms = [t for t in dict.fromkeys(query_tokens) if t in self.idf]  # each query term counts once
+        scores: list[float] = []
+        for tf, length in zip(self.term_freqs, self.lengths, strict=True):
+            norm = self.k1 * (1 - self.b + self.b * length / self.avgdl) if self.avgdl else self.k1
+            total = 0.0
+            for term in terms:
+                f = tf.get(term, 0)
+                if f:
+                    total += self.idf[term] * f * (self.k1 + 1) / (f + norm)
+            scores.append(total)
+        return scores
+
+
+# ---------------------------------------------------------------- near-duplicates
+
+
+def _shingles(text: str) -> set[str]:
+    tokens = tokenize(text)
+    if len(tokens) < 2:
+        return set(tokens)
+    return {tokens[i] + " " + tokens[i + 1] for i in range(len(tokens) - 1)}
+
+
+def near_duplicate(a: str, b: str, threshold: float = 0.6) -> bool:
+    """True when two sentences say the same thing: Jaccard of token-bigram shingles ≥ threshold,
+    or one is almost entirely contained in the other (a sentence quoted with an added clause)."""
+    sa, sb = _shingles(a), _shingles(b)
+    if not sa or not sb:
+        return _WS.sub(" ", a).strip().lower() == _WS.sub(" ", b).strip().lower()
+    inter = len(sa & sb)
+    if inter / len(sa | sb) >= threshold:
+        return True
+    return inter / min(len(sa), len(sb)) >= max(threshold, 0.85)
+
+
+# ---------------------------------------------------------------- ranking
+
+
+def _on_topic(tokens: Sequence[str], topic_sets: Sequence[set[str]]) -> bool:
+    present = set(tokens)
+    return any(3 * len(term & present) >= len(term) for term in topic_sets)
+
+
+@dataclass(frozen=True)
+class RankedSentence:
+    text: str
+    source: int  # the SourceRef.number to cite
+    score: float
+    position: int  # index in the input, the deterministic tie-breaker
+
+
+def rank_sentences(
+    query: str,
+    sentences_with_source: Sequence[tuple[str, int]],
+    *,
+    limit: int,
+    locale: str = "en-US",
+    per_source: int | None = None,
+    dedupe_threshold: float = 0.6,
+    focus: str = "",
+    topic: Sequence[str] = (),
+    prior: Callable[[str], float] | None = None,
+) -> list[RankedSentence]:
+    """The `limit` best sentences for `query` by BM25, near-duplicates dropped.
+
+    `focus` is scored a second time and added: the words that tell this query apart from its
+    siblings (a step's facet, when every candidate already shares the question's topic).
+    `topic`, when given, lists the subject's terms; a sentence must contain at least a third of
+    the tokens of one of them (a word, or every third character bigram of a Chinese term). A sentence
+    that only matches the facet ("costs fell 40 percent") is about something else.
+    `prior(sentence)` multiplies the score (e.g. favour sentences with figures).
+
+    Sentences whose language differs from `locale` (Chinese vs. not) count half, so a Chinese
+    report prefers Chinese sources when both exist. `per_source` is a soft cap: it spreads the
+    picks over sources first and is relaxed when there are not enough sentences otherwise.
+    Sentences sharing no term with the query are never returned.
+    """
+    if limit <= 0 or not sentences_with_source:
+        return []
+    want_zh = is_chinese(locale)
+    docs = [tokenize(s) for s, _ in sentences_with_source]
+    topic_sets = [set(t) for t in (tokenize(term) for term in topic) if t]
+    bm25 = BM25(docs)
+    scores = bm25.score(tokenize(query))
+    if focus:
+        scores = [a + b for a, b in zip(scores, bm25.score(tokenize(focus)), strict=True)]
+    candidates: list[RankedSentence] = []
+    for position, ((text, source), score) in enumerate(zip(sentences_with_source, scores, strict=True)):
+        if score <= 0 or (topic_sets and not _on_topic(docs[position], topic_sets)):
+            continue
+        if is_chinese(detect_locale(text)) != want_zh:
+            score *= 0.5
+        if prior is not None:
+            score *= prior(text)
+        candidates.append(RankedSentence(text, source, round(score, 6), position))
+    candidates.sort(key=lambda r: (-r.score, r.position))
+
+    chosen: list[RankedSentence] = []
+    skipped: list[RankedSentence] = []
+    per: Counter[int] = Counter()
+    for cand in candidates:
+        if len(chosen) >= limit:
+            break
+        if any(near_duplicate(cand.text, c.text, dedupe_threshold) for c in chosen):
+            continue
+        if per_source is not None and per[cand.source] >= per_source:
+            skipped.append(cand)
+            continue
+        chosen.append(cand)
+        per[cand.source] += 1
+    for cand in skipped:  # relax the cap when the other sources ran dry
+        if len(chosen) >= limit:
+            break
+        if not any(near_duplicate(cand.text, c.text, dedupe_threshold) for c in chosen):
+            chosen.append(cand)
+    chosen.sort(key=lambda r: (-r.score, r.position))
+    return chosen

@@ -1,0 +1,83 @@
+"""The job WebSocket: owner only, replay after a seq, then live, with no duplicates and no gaps."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from research.jobs import selectors
+from research.jobs.events import group_name
+
+CLOSE_FORBIDDEN = 4403
+
+
+class JobEventsConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
+        user = self.scope.get("user")
+        user_id = getattr(user, "pk", None) if user is not None and user.is_authenticated else None
+        allowed = await database_sync_to_async(selectors.job_user_can_watch)(user_id=user_id, job_id=self.job_id)
+        if not allowed:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.last_seq: int | None = None  # None until the client subscribes
+        self.lock = asyncio.Lock()
+        await self.channel_layer.group_add(group_name(self.job_id), self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "lock"):
+            await self.channel_layer.group_discard(group_name(self.job_id), self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "subscribe":
+            hint = 'send {"type": "subscribe", "after": N}'
+            await self.send_json({"type": "error", "payload": {"error": hint}})
+            return
+        try:
+            after = max(0, int(content.get("after") or 0))
+        except (TypeError, ValueError):
+            after = 0
+        async with self.lock:
+            # We joined the group before replaying, so nothing published later is missed, and every
+            # event published earlier was committed first, so the replay holds it. Anything at or
+            # below last_seq is dropped as a duplicate.
+            self.last_seq = after
+            await self._catch_up(upto=None)
+
+    async def job_event(self, event: dict[str, Any]) -> None:
+        message = event["event"]
+        async with self.lock:
+            if self.last_seq is None:  # not subscribed yet: the replay will include it
+                return
+            await self._deliver(message)
+
+    async def _deliver(self, message: dict[str, Any]) -> None:
+        assert self.last_seq is not None
+        seq = int(message["seq"])
+        if seq <= self.last_seq:
+            return
+        if seq > self.last_seq + 1:  # published out of order: the gap is already committed, read it
+            await self._catch_up(upto=seq - 1)
+        if seq == self.last_seq + 1:
+            await self.send_json(message)
+            self.last_seq = seq
+
+    async def _catch_up(self, *, upto: int | None) -> None:
+        assert self.last_seq is not None
+        while True:
+            if upto is None:
+                rows = await database_sync_to_async(selectors.job_events_after)(job_id=self.job_id,
+                                                                                 after=self.last_seq)
+            else:
+                rows = await database_sync_to_async(selectors.job_events_between)(
+                    job_id=self.job_id, after=self.last_seq, upto=upto)
+            for row in rows:
+                if row["seq"] == self.last_seq + 1:
+                    await self.send_json(row)
+                    self.last_seq = row["seq"]
+            if upto is not None or len(rows) < 5000:
+                return

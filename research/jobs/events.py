@@ -1,0 +1,56 @@
+"""The one event writer: store with the next seq in the caller's transaction, publish after commit.
+
+Nothing else in the project calls group_send (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from research.jobs.models import JobEvent, ResearchJob
+
+logger = logging.getLogger(__name__)
+
+# Keys whose values never leave the server in an event payload.
+_SECRET_KEYS = frozenset({"api_key", "authorization", "password", "secret", "token", "cookie"})
+
+
+def group_name(job_id: int) -> str:
+    return f"job-{job_id}"
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ("[redacted]" if k.lower() in _SECRET_KEYS else _scrub(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def event_emit(*, job_id: int, type: str, payload: dict[str, Any] | None = None) -> JobEvent:
+    """Write the event with the job's next seq; publish it to `job-<id>` once the transaction commits."""
+    with transaction.atomic():
+        # The UPDATE takes the job row's write lock, so seqs are gap-free and ordered by commit.
+        ResearchJob.objects.filter(pk=job_id).update(event_seq=F("event_seq") + 1)
+        seq = ResearchJob.objects.filter(pk=job_id).values_list("event_seq", flat=True).get()
+        event = JobEvent.objects.create(job_id=job_id, seq=seq, type=type, payload=_scrub(payload or {}))
+        message = event.as_message()
+        transaction.on_commit(lambda: event_publish(job_id=job_id, message=message))
+    return event
+
+
+def event_publish(*, job_id: int, message: dict[str, Any]) -> None:
+    """Best effort: a client that misses a live message gets it from the store on its next gap check."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group_name(job_id), {"type": "job.event", "event": message})
+    except Exception:  # the event is stored; live delivery is an optimisation
+        logger.warning("could not publish event %s of job %s", message.get("seq"), job_id, exc_info=True)

@@ -1,0 +1,179 @@
+"""Forms: new job, and the plan editor (a formset that works without JavaScript)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.validators import MaxValueValidator
+from django.utils.translation import gettext_lazy as _
+
+from research.agents.types import Plan, PlanStep
+
+STYLE_CHOICES = [
+    ("academic", _("Academic")),
+    ("popular_science", _("Popular science")),
+    ("news", _("News")),
+    ("social_media", _("Social media")),
+]
+OUTPUT_CHOICES = [("pdf", "PDF"), ("pptx", _("Slides (PPTX)")), ("podcast", _("Podcast (MP3)"))]
+ENGINE_CHOICES = [("auto", _("Automatic")), ("llm", _("Model (vLLM)")), ("offline", _("Offline engine"))]
+LOCALE_CHOICES = [("auto", _("Same as the question")), ("en-US", "English"), ("zh-CN", "简体中文")]
+STEP_TYPE_CHOICES = [("research", _("Research")), ("analysis", _("Analysis")), ("processing", _("Processing (code)"))]
+
+
+class JobCreateForm(forms.Form):
+    question = forms.CharField(label=_("Research question"), max_length=4000,
+                               widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}))
+    style = forms.ChoiceField(label=_("Report style"), choices=STYLE_CHOICES, initial="academic")
+    locale = forms.ChoiceField(label=_("Report language"), choices=LOCALE_CHOICES, initial="auto")
+    max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, initial=settings.JOB_DEFAULT_STEPS)
+    outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=OUTPUT_CHOICES, required=False,
+                                        widget=forms.CheckboxSelectMultiple, initial=["pdf"])
+    auto_accept = forms.BooleanField(label=_("Run the plan without review"), required=False)
+    engine = forms.ChoiceField(label=_("Engine"), choices=ENGINE_CHOICES, initial="auto")
+    kb = forms.TypedChoiceField(label=_("Knowledge base"), required=False, coerce=int, empty_value=None)
+    web = forms.BooleanField(label=_("Search the web"), required=False, initial=True)
+    background = forms.BooleanField(label=_("Quick background search before planning"), required=False)
+
+    def __init__(self, *args: Any, collections: list[tuple[int, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["max_steps"].validators.append(MaxValueValidator(settings.JOB_MAX_STEPS))
+        self.fields["max_steps"].widget.attrs["max"] = settings.JOB_MAX_STEPS
+        self.fields["kb"].choices = [("", _("None"))] + list(collections or [])
+
+    def options(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "style": data["style"], "locale": data["locale"], "max_steps": data["max_steps"],
+            "outputs": ["md", *data["outputs"]], "auto_accept": data["auto_accept"], "engine": data["engine"],
+            "kb": data["kb"], "web": data["web"], "background": data["background"],
+        }
+
+
+class PlanStepForm(forms.Form):
+    id = forms.SlugField(label=_("Id"), max_length=40)
+    title = forms.CharField(label=_("Title"), max_length=300)
+    description = forms.CharField(label=_("Description"), required=False, max_length=4000,
+                                  widget=forms.Textarea(attrs={"rows": 2}))
+    step_type = forms.ChoiceField(label=_("Type"), choices=STEP_TYPE_CHOICES)
+    need_search = forms.BooleanField(label=_("Needs search"), required=False)
+    depends_on = forms.CharField(label=_("Depends on (ids, comma-separated)"), required=False, max_length=400)
+
+    def clean_depends_on(self) -> list[str]:
+        raw = self.cleaned_data.get("depends_on") or ""
+        return [part.strip() for part in raw.replace(";", ",").split(",") if part.strip()]
+
+
+class BasePlanStepFormSet(forms.BaseFormSet):
+    max_steps: int = settings.JOB_MAX_STEPS
+
+    def clean(self) -> None:
+        if any(self.errors):
+            return
+        steps = [f.cleaned_data for f in self.forms if f.cleaned_data]
+        if not steps:
+            raise forms.ValidationError(_("A plan needs at least one step."))
+        if len(steps) > self.max_steps:
+            raise forms.ValidationError(_("A plan may have at most %(n)d steps.") % {"n": self.max_steps})
+        seen: set[str] = set()
+        for form in self.forms:
+            sid = form.cleaned_data.get("id")
+            if sid in seen:
+                form.add_error("id", _("Step ids must be unique; %(id)s is used twice.") % {"id": sid})
+            seen.add(sid)
+        for form in self.forms:
+            for dep in form.cleaned_data.get("depends_on", []):
+                if dep not in seen:
+                    form.add_error("depends_on", _("There is no step %(id)s.") % {"id": dep})
+                elif dep == form.cleaned_data.get("id"):
+                    form.add_error("depends_on", _("A step cannot depend on itself."))
+        if any(self.errors):
+            return
+        from research.agents.graph import validate_plan
+
+        errors = validate_plan(self.to_plan(title="x"), max_steps=self.max_steps)
+        if errors:
+            raise forms.ValidationError(errors)
+
+    def to_plan(self, *, title: str, locale: str = "en-US", thought: str = "") -> Plan:
+        steps = [PlanStep(**f.cleaned_data) for f in self.forms if f.cleaned_data]
+        return Plan(locale=locale, title=title, thought=thought, steps=steps)
+
+
+PlanStepFormSet = forms.formset_factory(PlanStepForm, formset=BasePlanStepFormSet, extra=0, max_num=50,
+                                        absolute_max=50)
+
+
+class PlanMetaForm(forms.Form):
+    base_version = forms.IntegerField(widget=forms.HiddenInput)
+    title = forms.CharField(label=_("Plan title"), max_length=300)
+    feedback = forms.CharField(label=_("Feedback for the planner"), required=False, max_length=4000,
+                               widget=forms.Textarea(attrs={"rows": 2}))
+
+
+def plan_initial(plan: Plan) -> list[dict[str, Any]]:
+    return [
+        {"id": s.id, "title": s.title, "description": s.description, "step_type": s.step_type,
+         "need_search": s.need_search, "depends_on": ", ".join(s.depends_on)}
+        for s in plan.steps
+    ]
+
+
+def plan_rows_from_post(data: Any, prefix: str = "form") -> list[dict[str, Any]]:
+    """The raw step rows as posted, for re-displaying after an add/delete/move button."""
+    try:
+        total = min(int(data.get(f"{prefix}-TOTAL_FORMS", 0)), 50)
+    except ValueError:
+        total = 0
+    rows = []
+    for i in range(total):
+        rows.append({
+            "id": data.get(f"{prefix}-{i}-id", ""), "title": data.get(f"{prefix}-{i}-title", ""),
+            "description": data.get(f"{prefix}-{i}-description", ""),
+            "step_type": data.get(f"{prefix}-{i}-step_type", "research"),
+            "need_search": bool(data.get(f"{prefix}-{i}-need_search")),
+            "depends_on": data.get(f"{prefix}-{i}-depends_on", ""),
+        })
+    return rows
+
+
+def plan_rows_apply(rows: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:
+    """Apply an editor button: add, delete-N, up-N, down-N."""
+    rows = list(rows)
+    name, _sep, index = op.partition("-")
+    if name == "add":
+        used = {r["id"] for r in rows}
+        n = len(rows) + 1
+        while f"step-{n}" in used:
+            n += 1
+        rows.append({"id": f"step-{n}", "title": "", "description": "", "step_type": "research",
+                     "need_search": True, "depends_on": ""})
+        return rows
+    try:
+        i = int(index)
+    except ValueError:
+        return rows
+    if not 0 <= i < len(rows):
+        return rows
+    if name == "delete":
+        removed = rows.pop(i)["id"]
+        for r in rows:  # drop dangling dependencies on the deleted step
+            deps = [d.strip() for d in str(r["depends_on"]).split(",") if d.strip() and d.strip() != removed]
+            r["depends_on"] = ", ".join(deps)
+    elif name == "up" and i > 0:
+        rows[i - 1], rows[i] = rows[i], rows[i - 1]
+    elif name == "down" and i < len(rows) - 1:
+        rows[i + 1], rows[i] = rows[i], rows[i + 1]
+    return rows
+
+
+class ReportEditForm(forms.Form):
+    markdown = forms.CharField(label=_("Report (Markdown)"), widget=forms.Textarea(attrs={"rows": 30}),
+                               max_length=500_000)
+
+
+class SignupForm(forms.Form):
+    username = forms.RegexField(label=_("Username"), regex=r"^[\w.@+-]{3,150}$", max_length=150)
+    password = forms.CharField(label=_("Password"), widget=forms.PasswordInput, min_length=8)

@@ -1,0 +1,126 @@
+"""`manage.py research "QUESTION"`: run a job through the same Celery path as the web app (DESIGN §8)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from research.jobs import selectors, services
+from research.jobs.infra import infrastructure
+from research.jobs.models import JobEvent, JobStatus, ResearchJob
+
+
+def cli_user(username: str | None) -> User:
+    if username:
+        try:
+            return User.objects.get(username=username)
+        except User.DoesNotExist:
+            raise CommandError(f"no user named {username!r}") from None
+    user, _ = User.objects.get_or_create(username="cli", defaults={"is_active": True})
+    return user
+
+
+class Command(BaseCommand):
+    help = "Run a research job to the end and print where its artifacts are."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question")
+        parser.add_argument("--auto-accept", action="store_true", help="run the plan without review")
+        parser.add_argument("--outputs", default="md", help="comma-separated: md,pdf,pptx,podcast")
+        parser.add_argument("--style", default="academic")
+        parser.add_argument("--locale", default="auto")
+        parser.add_argument("--max-steps", type=int, default=settings.JOB_DEFAULT_STEPS)
+        parser.add_argument("--engine", default=settings.DEFAULT_ENGINE, choices=["llm", "offline", "auto"])
+        parser.add_argument("--kb", default=None, help="knowledge base name")
+        parser.add_argument("--no-web", action="store_true", help="search only the knowledge base")
+        parser.add_argument("--user", default=None, help="owner of the job (default: a 'cli' user)")
+        parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+        parser.add_argument("--detach", action="store_true", help="queue the job and return at once")
+        parser.add_argument("--timeout", type=float, default=float(settings.JOB_WALL_TIME_S) + 300)
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        call_command("migrate", verbosity=0, interactive=False)
+        user = cli_user(opts["user"])
+        kb_id = None
+        if opts["kb"]:
+            from research.knowledge.models import Collection
+
+            collection = Collection.objects.filter(owner=user, name=opts["kb"]).first()
+            if collection is None:
+                raise CommandError(f"no knowledge base named {opts['kb']!r} for user {user.username}")
+            kb_id = collection.pk
+        auto_accept = opts["auto_accept"] or not sys.stdin.isatty()
+        options = {
+            "outputs": opts["outputs"], "style": opts["style"], "locale": opts["locale"],
+            "max_steps": opts["max_steps"], "engine": opts["engine"], "auto_accept": auto_accept,
+            "kb": kb_id, "web": not opts["no_web"],
+        }
+        with infrastructure(detach=opts["detach"], echo=True):
+            try:
+                job = services.job_create(user=user, question=opts["question"], options=options)
+            except ValidationError as exc:
+                raise CommandError("; ".join(exc.messages)) from None
+            except services.RateLimited as exc:
+                raise CommandError(str(exc)) from None
+            if opts["detach"]:
+                self.stdout.write(json.dumps({"job": job.pk}) if opts["json"] else f"queued job {job.pk}")
+                return
+            job = self._wait(job, opts)
+        summary = selectors.job_summary(job=job)
+        result = {"job": job.pk, "status": job.status, "error": job.error or None,
+                  "artifacts": summary["artifacts"], "answer": job.answer or None}
+        if opts["json"]:
+            self.stdout.write(json.dumps(result, ensure_ascii=False))
+        else:
+            self.stdout.write(f"job {job.pk}: {job.status}")
+            if job.answer:
+                self.stdout.write(job.answer)
+            if job.error:
+                self.stdout.write(f"error: {job.error}")
+            for kind, path in summary["artifacts"].items():
+                self.stdout.write(f"  {kind}: {path}")
+        if job.status != JobStatus.DONE:
+            sys.exit(1)
+
+    def _wait(self, job: ResearchJob, opts: dict[str, Any]) -> ResearchJob:
+        deadline = time.monotonic() + opts["timeout"]
+        seen = 0
+        while time.monotonic() < deadline:
+            job.refresh_from_db()
+            for ev in JobEvent.objects.filter(job=job, seq__gt=seen).order_by("seq"):
+                seen = ev.seq
+                if ev.type != "report.delta":
+                    self.stderr.write(f"[{ev.seq}] {ev.type} {json.dumps(ev.payload, ensure_ascii=False)[:200]}")
+            if job.is_terminal:
+                return job
+            if job.status == JobStatus.AWAITING_REVIEW:
+                self._review(job)
+            time.sleep(0.3)
+        services.job_cancel(job=job)
+        job.refresh_from_db()
+        raise CommandError(f"job {job.pk} did not finish within {opts['timeout']:.0f} s; cancelled")
+
+    def _review(self, job: ResearchJob) -> None:
+        from research.agents.types import Plan
+
+        latest = selectors.plan_latest(job=job)
+        assert latest is not None
+        plan = Plan.model_validate(latest.plan)
+        self.stderr.write(f"Plan v{latest.number}: {plan.title}")
+        for step in plan.steps:
+            self.stderr.write(f"  {step.id} [{step.step_type}] {step.title}")
+        answer = input("Accept this plan? [Y/n, or type feedback to re-plan] ").strip()
+        if answer.lower() in ("", "y", "yes"):
+            services.plan_submit(job=job, plan=plan, base_version=latest.number, action="accept")
+        elif answer.lower() in ("n", "no"):
+            services.job_cancel(job=job)
+        else:
+            services.plan_submit(job=job, plan=plan, base_version=latest.number, action="replan", feedback=answer)

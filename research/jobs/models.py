@@ -1,0 +1,259 @@
+"""Jobs, their plans, steps, sources, events, outputs and model-call accounting.
+
+The database is the source of truth for job state (DESIGN §2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    COORDINATING = "coordinating"
+    INVESTIGATING = "investigating"
+    PLANNING = "planning"
+    AWAITING_REVIEW = "awaiting_review"
+    RESEARCHING = "researching"
+    REPORTING = "reporting"
+    RENDERING = "rendering"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED})
+# Stages a worker is actively running; the reaper restarts them if their lease lapses.
+WORKING_STATUSES = frozenset(
+    {JobStatus.QUEUED, JobStatus.COORDINATING, JobStatus.INVESTIGATING, JobStatus.PLANNING, JobStatus.REPORTING}
+)
+
+
+class ResearchJob(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="research_jobs")
+    question = models.TextField()
+    options = models.JSONField(default=dict)
+    engine = models.CharField(max_length=16, default="offline")
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    locale = models.CharField(max_length=16, default="en-US")
+    title = models.CharField(max_length=300, blank=True)
+    answer = models.TextField(blank=True)  # the coordinator's direct answer (greetings)
+    error = models.TextField(blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    replans = models.PositiveIntegerField(default=0)
+    event_seq = models.PositiveIntegerField(default=0)  # last seq written
+    # Stage lease: which stage a worker holds and until when (the reaper restarts lapsed stages).
+    stage_lease_until = models.DateTimeField(null=True, blank=True)
+    stage_attempts = models.PositiveIntegerField(default=0)
+    review_deadline = models.DateTimeField(null=True, blank=True)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    llm_seconds = models.FloatField(default=0.0)
+    invalid_citations = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"Job {self.pk}: {self.question[:60]}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def outputs(self) -> list[str]:
+        return list(self.options.get("outputs", ["md"]))
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class PlanVersion(models.Model):
+    """Every plan the planner writes and every user edit, numbered per job."""
+
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="plan_versions")
+    number = models.PositiveIntegerField()
+    author = models.CharField(max_length=16, choices=[("planner", "planner"), ("user", "user")])
+    plan = models.JSONField()
+    feedback = models.TextField(blank=True)
+    accepted = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="uniq_plan_version")]
+
+    def __str__(self) -> str:
+        return f"Plan v{self.number} of job {self.job_id}"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class JobStep(models.Model):
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="steps")
+    step_id = models.CharField(max_length=40)
+    position = models.PositiveIntegerField()
+    title = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    step_type = models.CharField(max_length=16, default="research")
+    need_search = models.BooleanField(default=True)
+    depends_on = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)
+    result_md = models.TextField(blank=True)
+    result = models.JSONField(default=dict)  # figures, notes
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "position"]
+        constraints = [models.UniqueConstraint(fields=["job", "step_id"], name="uniq_job_step")]
+
+    def __str__(self) -> str:
+        return f"{self.step_id} of job {self.job_id}"
+
+
+class Source(models.Model):
+    """A page or knowledge-base chunk an agent actually read. `number` is its one global citation number."""
+
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="sources")
+    number = models.PositiveIntegerField()
+    url = models.URLField(max_length=2000)
+    title = models.CharField(max_length=500, blank=True)
+    kind = models.CharField(max_length=8, default="web")
+    text = models.TextField(blank=True)
+    text_hash = models.CharField(max_length=64)
+    step_id = models.CharField(max_length=40, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "number"], name="uniq_source_number"),
+            models.UniqueConstraint(fields=["job", "url"], name="uniq_source_url"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.number}] {self.url}"
+
+
+class JobEvent(models.Model):
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="uniq_job_event_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}#{self.seq} {self.type}"
+
+    def as_message(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "payload": self.payload, "ts": self.created.timestamp()}
+
+
+class ReportVersion(models.Model):
+    """Each report the reporter writes and each user edit, numbered per job."""
+
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="report_versions")
+    number = models.PositiveIntegerField()
+    author = models.CharField(max_length=16, default="reporter")
+    markdown = models.TextField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="uniq_report_version")]
+
+    def __str__(self) -> str:
+        return f"Report v{self.number} of job {self.job_id}"
+
+
+class OutputStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class OutputRender(models.Model):
+    """The state of one requested output (pdf, pptx, podcast) of a job."""
+
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="renders")
+    kind = models.CharField(max_length=16)
+    status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    report_version = models.PositiveIntegerField(default=0)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "kind"], name="uniq_output_render")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of job {self.job_id}: {self.status}"
+
+
+def artifact_path(instance: Artifact, filename: str) -> str:
+    return f"jobs/{instance.job_id}/{filename}"
+
+
+class Artifact(models.Model):
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="artifacts")
+    kind = models.CharField(max_length=16)  # md, pdf, pptx, podcast, transcript, vtt, figure
+    name = models.CharField(max_length=200)
+    file = models.FileField(upload_to=artifact_path, max_length=400)
+    size = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "kind", "name"]
+        constraints = [models.UniqueConstraint(fields=["job", "name"], name="uniq_artifact_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} of job {self.job_id}"
+
+
+class LLMCall(models.Model):
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="llm_calls", null=True)
+    step_id = models.CharField(max_length=40, blank=True)
+    agent = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+    ok = models.BooleanField(default=True)
+    error = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created"]
+
+    def __str__(self) -> str:
+        return f"{self.agent} call for job {self.job_id}"

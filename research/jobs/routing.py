@@ -1,0 +1,7 @@
+from django.urls import path
+
+from research.jobs.consumers import JobEventsConsumer
+
+websocket_urlpatterns = [
+    path("ws/jobs/<int:job_id>/", JobEventsConsumer.as_asgi()),
+]

@@ -1,0 +1,122 @@
+"""Reads. Every user-facing query is scoped to the owner; an outsider gets 404."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, FloatField, QuerySet, Sum
+from django.db.models.functions import Coalesce
+from django.http import Http404
+
+from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def job_list_for_user(*, user: User) -> QuerySet[ResearchJob]:
+    if not user.is_authenticated:
+        return ResearchJob.objects.none()
+    return ResearchJob.objects.filter(owner_id=user.pk).order_by("-created")
+
+
+def job_get_for_user(*, user: User, job_id: int) -> ResearchJob:
+    if not user.is_authenticated:
+        raise Http404("No such job")
+    try:
+        return ResearchJob.objects.get(pk=job_id, owner_id=user.pk)
+    except (ResearchJob.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such job") from None
+
+
+def job_user_can_watch(*, user_id: int | None, job_id: int) -> bool:
+    return bool(user_id) and ResearchJob.objects.filter(pk=job_id, owner_id=user_id).exists()
+
+
+def job_events_after(*, job_id: int, after: int, limit: int = 5000) -> list[dict[str, Any]]:
+    rows = JobEvent.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit]
+    return [e.as_message() for e in rows]
+
+
+def job_events_between(*, job_id: int, after: int, upto: int) -> list[dict[str, Any]]:
+    rows = JobEvent.objects.filter(job_id=job_id, seq__gt=after, seq__lte=upto).order_by("seq")
+    return [e.as_message() for e in rows]
+
+
+def plan_latest(*, job: ResearchJob) -> PlanVersion | None:
+    return job.plan_versions.order_by("-number").first()
+
+
+def plan_accepted(*, job: ResearchJob) -> PlanVersion | None:
+    return job.plan_versions.filter(accepted=True).order_by("-number").first()
+
+
+def plan_version_get(*, job: ResearchJob, number: int) -> PlanVersion:
+    try:
+        return job.plan_versions.get(number=number)
+    except PlanVersion.DoesNotExist:
+        raise Http404("No such plan version") from None
+
+
+def report_latest(*, job: ResearchJob) -> ReportVersion | None:
+    return job.report_versions.order_by("-number").first()
+
+
+def artifact_get_for_user(*, user: User, job_id: int, name: str) -> Artifact:
+    job = job_get_for_user(user=user, job_id=job_id)
+    try:
+        return job.artifacts.get(name=name)
+    except Artifact.DoesNotExist:
+        raise Http404("No such file") from None
+
+
+def artifact_map(*, job: ResearchJob) -> dict[str, str]:
+    """kind → absolute path, for the CLI (one file per main kind)."""
+    out: dict[str, str] = {}
+    for art in job.artifacts.exclude(kind="figure").order_by("created"):
+        out[art.kind] = art.file.path
+    return out
+
+
+def job_cost(*, job: ResearchJob) -> dict[str, Any]:
+    rows = (
+        LLMCall.objects.filter(job=job)
+        .values("agent")
+        .annotate(
+            calls=Count("id"),
+            prompt=Coalesce(Sum("prompt_tokens"), 0),
+            completion=Coalesce(Sum("completion_tokens"), 0),
+            seconds=Coalesce(Sum("seconds"), 0.0, output_field=FloatField()),
+        )
+        .order_by("agent")
+    )
+    agents = list(rows)
+    total = {
+        "calls": sum(r["calls"] for r in agents),
+        "prompt": sum(r["prompt"] for r in agents),
+        "completion": sum(r["completion"] for r in agents),
+        "seconds": round(sum(r["seconds"] for r in agents), 2),
+    }
+    return {"agents": agents, "total": total}
+
+
+def job_summary(*, job: ResearchJob) -> dict[str, Any]:
+    """The job as one JSON object (CLI `job ID --json`)."""
+    return {
+        "job": job.pk,
+        "status": job.status,
+        "engine": job.engine,
+        "question": job.question,
+        "locale": job.locale,
+        "error": job.error or None,
+        "answer": job.answer or None,
+        "steps": [
+            {"id": s.step_id, "title": s.title, "type": s.step_type, "status": s.status,
+             "attempts": s.attempts, "error": s.error or None}
+            for s in job.steps.order_by("position")
+        ],
+        "outputs": {r.kind: {"status": r.status, "error": r.error or None} for r in job.renders.all()},
+        "artifacts": artifact_map(job=job),
+        "tokens": {"prompt": job.prompt_tokens, "completion": job.completion_tokens},
+        "events": job.event_seq,
+    }

@@ -1,0 +1,320 @@
+"""Writes that users trigger (views, CLI). Worker-side stages live in pipeline.py."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from research.agents.graph import effective_depends_on, validate_plan
+from research.agents.types import STYLES, Plan
+from research.jobs.events import event_emit
+from research.jobs.models import (
+    JobStatus,
+    JobStep,
+    OutputRender,
+    OutputStatus,
+    PlanVersion,
+    ReportVersion,
+    ResearchJob,
+    StepStatus,
+)
+
+OUTPUT_KINDS = ("md", "pdf", "pptx", "podcast")
+ENGINES = ("auto", "llm", "offline")
+MAX_QUESTION_CHARS = 4000
+
+
+class RateLimited(Exception):
+    pass
+
+
+class StalePlan(Exception):
+    """The plan changed since the form was loaded."""
+
+
+class InvalidAction(Exception):
+    """The job is not in a state that allows this."""
+
+
+def _parse_rate(rate: str) -> tuple[int, timedelta]:
+    count, _, unit = rate.partition("/")
+    seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(unit.strip() or "h", 3600)
+    return int(count), timedelta(seconds=seconds)
+
+
+def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
+    """Normalise and validate job options; raises ValidationError with a clear message."""
+    style = options.get("style") or "academic"
+    if style not in STYLES:
+        raise ValidationError(f"Unknown report style {style!r}; choose one of {', '.join(STYLES)}.")
+    outputs = options.get("outputs") or ["md"]
+    if isinstance(outputs, str):
+        outputs = [o.strip() for o in outputs.split(",") if o.strip()]
+    bad = [o for o in outputs if o not in OUTPUT_KINDS]
+    if bad:
+        raise ValidationError(f"Unknown output(s) {', '.join(bad)}; choose from {', '.join(OUTPUT_KINDS)}.")
+    outputs = ["md"] + [o for o in OUTPUT_KINDS[1:] if o in outputs]
+    try:
+        max_steps = int(options.get("max_steps") or settings.JOB_DEFAULT_STEPS)
+    except (TypeError, ValueError):
+        raise ValidationError("Max steps must be a whole number.") from None
+    if not 1 <= max_steps <= settings.JOB_MAX_STEPS:
+        raise ValidationError(f"Max steps must be between 1 and {settings.JOB_MAX_STEPS}.")
+    engine = options.get("engine") or settings.DEFAULT_ENGINE
+    if engine not in ENGINES:
+        raise ValidationError(f"Unknown engine {engine!r}; choose llm, offline or auto.")
+    locale = str(options.get("locale") or "auto")
+    if locale != "auto" and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
+        raise ValidationError(f"Locale {locale!r} is not like en-US or zh-CN.")
+    kb = options.get("kb")
+    return {
+        "style": style,
+        "outputs": outputs,
+        "max_steps": max_steps,
+        "engine": engine,
+        "locale": locale,
+        "auto_accept": bool(options.get("auto_accept", False)),
+        "kb": int(kb) if kb not in (None, "", 0, "0") else None,
+        "web": bool(options.get("web", True)),
+        "background": bool(options.get("background", False)),
+        "clarify": False,
+    }
+
+
+def job_create(*, user: AbstractBaseUser, question: str, options: dict[str, Any]) -> ResearchJob:
+    question = (question or "").strip()
+    if not question:
+        raise ValidationError("Please type a question.")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValidationError(
+            f"The question is too long ({len(question)} characters; the limit is {MAX_QUESTION_CHARS})."
+        )
+    clean = job_options_clean(options)
+    if clean["kb"] is not None:
+        from research.knowledge.selectors import collection_get_for_user
+
+        collection_get_for_user(user=user, collection_id=clean["kb"])  # 404 for others' collections
+    if not clean["web"] and clean["kb"] is None:
+        raise ValidationError("A job without web search needs a knowledge base.")
+    limit, window = _parse_rate(settings.JOB_CREATE_RATE)
+    recent = ResearchJob.objects.filter(owner=user, created__gte=timezone.now() - window).count()
+    if recent >= limit:
+        raise RateLimited(f"You can start {limit} jobs per {int(window.total_seconds() // 60)} minutes; please wait.")
+    with transaction.atomic():
+        job = ResearchJob.objects.create(
+            owner=user, question=question, options=clean, engine=clean["engine"], status=JobStatus.QUEUED,
+        )
+        for kind in clean["outputs"]:
+            if kind != "md":
+                OutputRender.objects.create(job=job, kind=kind)
+        event_emit(job_id=job.pk, type="job.status", payload={"status": JobStatus.QUEUED})
+        _enqueue_on_commit("advance", job.pk)
+    return job
+
+
+def _enqueue_on_commit(what: str, job_id: int, arg: str | None = None) -> None:
+    from research.jobs import tasks
+
+    def send() -> None:
+        if what == "advance":
+            tasks.job_advance.delay(job_id)
+        elif what == "step":
+            tasks.step_run.delay(job_id, arg)
+        elif what == "render":
+            tasks.render_output.delay(job_id, arg)
+        elif what == "schedule":
+            tasks.job_schedule.delay(job_id)
+
+    transaction.on_commit(send)
+
+
+def job_set_status(*, job: ResearchJob, status: str, **fields: Any) -> None:
+    """Change status and emit job.status in the same transaction."""
+    with transaction.atomic():
+        updates: dict[str, Any] = {"status": status, **fields}
+        if status in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
+            updates.setdefault("finished_at", timezone.now())
+            updates.setdefault("stage_lease_until", None)
+        ResearchJob.objects.filter(pk=job.pk).update(**updates, updated=timezone.now())
+        for key, value in updates.items():
+            setattr(job, key, value)
+        payload: dict[str, Any] = {"status": status}
+        if fields.get("error"):
+            payload["error"] = fields["error"]
+        event_emit(job_id=job.pk, type="job.status", payload=payload)
+        if status == JobStatus.FAILED:
+            event_emit(job_id=job.pk, type="job.failed", payload={"error": job.error or "failed"})
+        elif status == JobStatus.DONE:
+            event_emit(job_id=job.pk, type="job.done", payload={"answer": job.answer} if job.answer else {})
+
+
+def job_cancel(*, job: ResearchJob) -> None:
+    with transaction.atomic():
+        job = ResearchJob.objects.select_for_update().get(pk=job.pk)
+        if job.is_terminal:
+            raise InvalidAction("The job has already ended.")
+        ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+        if job.status in (JobStatus.QUEUED, JobStatus.AWAITING_REVIEW) or not job.steps.filter(
+            status__in=[StepStatus.RUNNING, StepStatus.QUEUED]
+        ).exists():
+            JobStep.objects.filter(job=job, status__in=[StepStatus.PENDING, StepStatus.QUEUED]).update(
+                status=StepStatus.CANCELLED
+            )
+            job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
+        else:
+            event_emit(job_id=job.pk, type="job.cancelling", payload={})
+
+
+def job_retry(*, job: ResearchJob) -> None:
+    """Retry a failed or cancelled job from where it stopped; done steps are kept."""
+    with transaction.atomic():
+        job = ResearchJob.objects.select_for_update().get(pk=job.pk)
+        if job.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
+            raise InvalidAction("Only a failed or cancelled job can be retried.")
+        job.steps.exclude(status=StepStatus.DONE).update(status=StepStatus.PENDING, attempts=0, error="",
+                                                         lease_until=None)
+        ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=False, stage_attempts=0, finished_at=None)
+        job.cancel_requested = False
+        if job.report_versions.exists() and job.renders.exists():
+            job.renders.exclude(status=OutputStatus.DONE).update(status=OutputStatus.PENDING, error="", attempts=0)
+            job_set_status(job=job, status=JobStatus.RENDERING, error="")
+            for kind in job.renders.exclude(status=OutputStatus.DONE).values_list("kind", flat=True):
+                _enqueue_on_commit("render", job.pk, kind)
+        elif job.steps.exists():
+            job_set_status(job=job, status=JobStatus.RESEARCHING, error="")
+            _enqueue_on_commit("schedule", job.pk)
+        else:
+            job_set_status(job=job, status=JobStatus.QUEUED, error="")
+            _enqueue_on_commit("advance", job.pk)
+
+
+def job_delete(*, job: ResearchJob) -> None:
+    if not job.is_terminal and job.status != JobStatus.AWAITING_REVIEW:
+        raise InvalidAction("Cancel the job before deleting it.")
+    folder = Path(settings.MEDIA_ROOT) / "jobs" / str(job.pk)
+    job.delete()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- plan review -------------------------------------------------------------------
+
+
+def plan_version_create(*, job: ResearchJob, plan: Plan, author: str, feedback: str = "",
+                        accepted: bool = False) -> PlanVersion:
+    with transaction.atomic():
+        last = job.plan_versions.order_by("-number").values_list("number", flat=True).first() or 0
+        version = PlanVersion.objects.create(
+            job=job, number=last + 1, author=author, plan=plan.model_dump(), feedback=feedback, accepted=accepted
+        )
+        event_type = "plan.ready" if author == "planner" else "plan.updated"
+        event_emit(job_id=job.pk, type=event_type,
+                   payload={"version": version.number, "author": author, "plan": version.plan})
+    return version
+
+
+def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str, feedback: str = "") -> PlanVersion:
+    """Accept (possibly edited) or ask for a re-plan. Refuses a stale form with StalePlan."""
+    with transaction.atomic():
+        job = ResearchJob.objects.select_for_update().get(pk=job.pk)
+        if job.status != JobStatus.AWAITING_REVIEW:
+            raise StalePlan("This plan is no longer waiting for review.")
+        latest = job.plan_versions.order_by("-number").first()
+        if latest is None or latest.number != base_version:
+            raise StalePlan("The plan changed since you opened it. Your edits were not applied; review the new plan.")
+        errors = validate_plan(plan, max_steps=int(job.options.get("max_steps", settings.JOB_MAX_STEPS)))
+        if errors:
+            raise ValidationError(errors)
+        edited = Plan.model_validate(latest.plan) != plan
+        if action == "replan":
+            if not feedback.strip():
+                raise ValidationError("Tell the planner what to change.")
+            if job.replans >= settings.JOB_MAX_REPLANS:
+                raise ValidationError(f"The re-plan limit ({settings.JOB_MAX_REPLANS}) is reached; edit and accept.")
+            version = plan_version_create(job=job, plan=plan, author="user", feedback=feedback) if edited else latest
+            ResearchJob.objects.filter(pk=job.pk).update(replans=job.replans + 1)
+            opts = dict(job.options, replan_feedback=feedback.strip(), replan_base=version.number)
+            job_set_status(job=job, status=JobStatus.PLANNING, options=opts, stage_attempts=0)
+            _enqueue_on_commit("advance", job.pk)
+            return version
+        if action != "accept":
+            raise ValidationError(f"Unknown action {action!r}.")
+        version = plan_version_create(job=job, plan=plan, author="user", accepted=True) if edited else latest
+        if not edited:
+            PlanVersion.objects.filter(pk=latest.pk).update(accepted=True)
+        plan_start(job=job, version=version)
+        return version
+
+
+def plan_start(*, job: ResearchJob, version: PlanVersion) -> None:
+    """Turn the accepted plan into steps and start scheduling them."""
+    plan = Plan.model_validate(version.plan)
+    # A processing step that names no dependency waits for the steps before it (graph rule).
+    deps = effective_depends_on(plan.steps)
+    with transaction.atomic():
+        PlanVersion.objects.filter(pk=version.pk).update(accepted=True)
+        JobStep.objects.filter(job=job).delete()
+        for position, step in enumerate(plan.steps):
+            JobStep.objects.create(
+                job=job, step_id=step.id, position=position, title=step.title, description=step.description,
+                step_type=step.step_type, need_search=step.need_search, depends_on=deps[step.id],
+            )
+        event_emit(job_id=job.pk, type="plan.accepted", payload={"version": version.number,
+                                                                 "steps": [s.id for s in plan.steps]})
+        if plan.has_enough_context or not plan.steps:
+            job_set_status(job=job, status=JobStatus.REPORTING, title=plan.title[:300], stage_attempts=0)
+            _enqueue_on_commit("advance", job.pk)
+        else:
+            job_set_status(job=job, status=JobStatus.RESEARCHING, title=plan.title[:300], review_deadline=None)
+            _enqueue_on_commit("schedule", job.pk)
+
+
+# --- reports and outputs -------------------------------------------------------------
+
+
+def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> ReportVersion:
+    with transaction.atomic():
+        last = job.report_versions.order_by("-number").values_list("number", flat=True).first() or 0
+        version = ReportVersion.objects.create(job=job, number=last + 1, author=author, markdown=markdown)
+    return version
+
+
+def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
+    """Store the user's edited Markdown as a new version and re-render every requested output from it."""
+    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+        raise InvalidAction("Only a finished report can be edited.")
+    if not markdown.strip():
+        raise ValidationError("The report cannot be empty.")
+    from research.jobs.pipeline import artifact_save_bytes
+
+    with transaction.atomic():
+        version = report_version_create(job=job, markdown=markdown, author="user")
+        artifact_save_bytes(job=job, kind="md", name="report.md", data=markdown.encode())
+        event_emit(job_id=job.pk, type="report.ready", payload={"version": version.number, "author": "user"})
+        kinds = list(job.renders.values_list("kind", flat=True))
+        if kinds:
+            job.renders.update(status=OutputStatus.PENDING, error="", attempts=0)
+            job_set_status(job=job, status=JobStatus.RENDERING, error="")
+            for kind in kinds:
+                _enqueue_on_commit("render", job.pk, kind)
+    return version
+
+
+def output_rerender(*, job: ResearchJob, kind: str) -> None:
+    if kind not in OUTPUT_KINDS[1:]:
+        raise ValidationError(f"Unknown output {kind!r}.")
+    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+        raise InvalidAction("Outputs can be re-rendered once the report exists and the job has ended.")
+    with transaction.atomic():
+        OutputRender.objects.update_or_create(job=job, kind=kind, defaults={"status": OutputStatus.PENDING,
+                                                                            "error": "", "attempts": 0})
+        job_set_status(job=job, status=JobStatus.RENDERING, error="")
+        _enqueue_on_commit("render", job.pk, kind)

@@ -1,0 +1,257 @@
+"""Validate an uploaded file and pull its text out.
+
+A file is accepted only when its extension names a supported type AND its bytes
+look like that type: the name alone is attacker-chosen, and sniffing alone would
+let e.g. an HTML page pass as "notes.txt" and be rendered differently later.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import PurePosixPath
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+class DocumentRejected(ValueError):
+    """The file is not something we index; the message is safe to show the user."""
+
+
+@dataclass(frozen=True)
+class Extracted:
+    title: str
+    text: str
+    kind: str  # pdf | markdown | text | html
+    content_type: str
+
+
+KIND_BY_EXTENSION = {
+    ".pdf": "pdf",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+}
+CONTENT_TYPES = {
+    "pdf": "application/pdf",
+    "markdown": "text/markdown",
+    "text": "text/plain",
+    "html": "text/html",
+}
+ALLOWED_EXTENSIONS = tuple(sorted(KIND_BY_EXTENSION))
+
+_HTML_SNIFF = re.compile(
+    r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*"
+    r"<(?:!doctype\s+html|html|head|body|title|meta|article|section|div|p|h[1-6]|main)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# Characters that turn up when bytes that are not text get decoded anyway.
+_JUNK_CATEGORIES = {"Cc", "Co", "Cn", "Cs"}
+
+
+def max_upload_bytes() -> int:
+    return int(settings.KB_MAX_UPLOAD_BYTES)
+
+
+def check_size(size: int) -> None:
+    limit = max_upload_bytes()
+    if size > limit:
+        raise DocumentRejected(f"the file is too large ({size:,} bytes; the limit is {limit:,} bytes)")
+
+
+def clean_filename(filename: str) -> str:
+    """The last path component, without control characters, at most 255 chars (extension kept)."""
+    name = re.split(r"[\\/]", filename or "")[-1]
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C").strip().strip(".") or "document"
+    if len(name) > 255:
+        suffix = PurePosixPath(name).suffix[:16]
+        name = name[: 255 - len(suffix)] + suffix
+    return name
+
+
+def kind_for_filename(filename: str) -> str:
+    suffix = PurePosixPath(filename.lower()).suffix
+    kind = KIND_BY_EXTENSION.get(suffix)
+    if kind is None:
+        shown = suffix or "no extension"
+        raise DocumentRejected(
+            f"unsupported file type ({shown}); allowed: PDF, Markdown, plain text, HTML "
+            f"({', '.join(ALLOWED_EXTENSIONS)})"
+        )
+    return kind
+
+
+def _junk_ratio(text: str) -> float:
+    if not text:
+        return 0.0
+    junk = sum(1 for ch in text if unicodedata.category(ch) in _JUNK_CATEGORIES and ch not in "\t\n\r\f")
+    return junk / len(text)
+
+
+def _decode_gb18030(data: bytes) -> str:
+    try:
+        text = data.decode("gb18030")
+    except UnicodeDecodeError:
+        raise DocumentRejected("the file is not valid UTF-8 (or GB18030) text") from None
+    common = sum(
+        1
+        for ch in text
+        if ch.isascii() or "\u3000" <= ch <= "\u303f" or "\u4e00" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
+    )
+    if common < 0.9 * len(text):
+        raise DocumentRejected("the file is not valid UTF-8 (or GB18030) text")
+    return text
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (BOM allowed), else GB18030 for Chinese files saved by older Windows tools.
+
+    GB18030 maps almost any byte string to *some* characters, so a GB18030 result
+    must also look like real text; NUL bytes mean binary whatever the encoding.
+    """
+    if b"\x00" in data:
+        raise DocumentRejected("the file contains binary data, not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = _decode_gb18030(data)
+    if _junk_ratio(text) > 0.01:
+        raise DocumentRejected("the file contains binary data, not text")
+    return text
+
+
+def normalize_text(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _extract_pdf(data: bytes) -> tuple[str, str]:
+    if not data.lstrip(b"\r\n\t \xef\xbb\xbf").startswith(b"%PDF-"):
+        raise DocumentRejected("the file is named .pdf but is not a PDF (no %PDF- header)")
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise DocumentRejected("the PDF is password-protected")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = ""
+        if reader.metadata is not None and reader.metadata.title:
+            title = str(reader.metadata.title)
+    except DocumentRejected:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
+        logger.info("unreadable PDF: %s", exc)
+        raise DocumentRejected("the PDF could not be read (damaged or unsupported)") from exc
+    return title, "\n\n".join(pages)
+
+
+class _TextAndTitle(HTMLParser):
+    """Fallback HTML → text: drops scripts/styles, breaks lines at block elements."""
+
+    SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+    BLOCK = frozenset(
+        "p div br li tr h1 h2 h3 h4 h5 h6 section article header footer blockquote pre table ul ol main".split()
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self._skip_depth = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in self.SKIP:
+            self._skip_depth += 1
+        elif tag in self.BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in self.SKIP:
+            self._skip_depth = max(0, self._skip_depth - 1)
+        elif tag in self.BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+        elif not self._skip_depth:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """(title, text) with trafilatura's main-content extraction, falling back to all visible text."""
+    parser = _TextAndTitle()
+    parser.feed(html)
+    parser.close()
+    title = " ".join("".join(parser.title_parts).split())
+    text = ""
+    try:
+        import trafilatura
+
+        text = trafilatura.extract(html, include_comments=False, include_tables=True, favor_recall=True) or ""
+    except Exception as exc:  # any extractor failure falls back to plain stripping
+        logger.info("trafilatura failed, falling back to tag stripping: %s", exc)
+    if not text.strip():
+        text = re.sub(r"[ \t]+", " ", "".join(parser.parts))
+    return title, text
+
+
+def _extract_html(data: bytes) -> tuple[str, str]:
+    html = decode_text(data)
+    if not _HTML_SNIFF.match(html[:4096]):
+        raise DocumentRejected("the file is named .html but does not look like HTML")
+    return html_to_text(html)
+
+
+def _extract_markdown(data: bytes) -> tuple[str, str]:
+    text = decode_text(data)
+    heading = _MD_HEADING.search(text)
+    return (heading.group(1) if heading else ""), text
+
+
+def extract_document(*, filename: str, data: bytes, content_type: str = "") -> Extracted:
+    """Validate and extract. Raises DocumentRejected with a user-facing reason.
+
+    `content_type` is what the client claimed; it is not trusted (the extension
+    and the bytes decide) and only recorded when nothing better is known.
+    """
+    filename = clean_filename(filename)
+    kind = kind_for_filename(filename)
+    check_size(len(data))
+    if not data.strip():
+        raise DocumentRejected("the file is empty")
+
+    if kind == "pdf":
+        title, text = _extract_pdf(data)
+    elif kind == "html":
+        title, text = _extract_html(data)
+    elif kind == "markdown":
+        title, text = _extract_markdown(data)
+    else:
+        title, text = "", decode_text(data)
+
+    text = normalize_text(text)
+    if not re.search(r"\w", text):
+        hint = " (a scanned PDF needs OCR first)" if kind == "pdf" else ""
+        raise DocumentRejected(f"no text could be extracted from the file{hint}")
+    title = " ".join(title.split())[:255] or PurePosixPath(filename).stem[:255] or filename
+    return Extracted(title=title, text=text, kind=kind, content_type=CONTENT_TYPES[kind])

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Debian packages the app needs. Installs them when run as root with apt; otherwise lists what is missing.
+set -eu
+PKGS="redis-server chromium espeak-ng flite ffmpeg poppler-utils fonts-noto-cjk bubblewrap libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core"
+missing=""
+for p in $PKGS; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian packages:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+  echo "missing Debian packages:$missing" >&2
+  echo "install them with: sudo apt-get install$missing" >&2
+  exit 1
+fi

@@ -1,0 +1,168 @@
+"""Sentence splitting, tokenizing, BM25, near-duplicates and ranking for the offline engine."""
+
+from __future__ import annotations
+
+import re
+
+from research.agents.rank import BM25, near_duplicate, rank_sentences, split_sentences, stem, tokenize
+from research.agents.text import detect_locale, key_terms
+
+PAGE = """Home
+Products
+About us
+
+# Solid-state batteries explained
+
+Accept all cookies to continue browsing this website today.
+
+Solid-state batteries replace the liquid electrolyte with a solid ceramic or polymer, which
+could make electric vehicles safer and lighter.[3] Dr. Smith of the U.S. Department of Energy
+said pack costs fell 3.5 percent in 2023. Is that fast enough? Probably not, analysts say.
+
+- Toyota plans to sell its first solid-state battery car in 2027, according to the company.
+- 2021 2022 2023 2024 2025 2026 2027 2028 2029 2030.
+
+| Year | Cost |
+|------|------|
+| 2023 | 139  |
+
+See [the report](https://example.com/report) for the numbers behind these estimates.
+More details are at https://example.com/details for anyone who wants the underlying figures.
+"""
+
+ZH_PAGE = """首页 | 新闻 | 关于我们
+
+固态电池使用固态电解质代替液态电解液，被认为能显著提高电动汽车的安全性。
+据行业机构统计，2023年全球固态电池相关专利申请数量超过一万件！业内人士认为量产仍需数年时间？
+版权所有 © 2024 某某科技网站，保留所有权利。
+"""
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def test_split_sentences_english_keeps_verbatim_prose_only():
+    sentences = split_sentences(PAGE, "en-US")
+    assert sentences == [
+        "Solid-state batteries replace the liquid electrolyte with a solid ceramic or polymer, which "
+        "could make electric vehicles safer and lighter.",
+        "Dr. Smith of the U.S. Department of Energy said pack costs fell 3.5 percent in 2023.",
+        "Toyota plans to sell its first solid-state battery car in 2027, according to the company.",
+    ]
+    # Every sentence is a slice of the page once whitespace is collapsed (the hard wrap above).
+    for sentence in sentences:
+        assert sentence in _squash(PAGE)
+
+
+def test_split_sentences_chinese():
+    sentences = split_sentences(ZH_PAGE, "zh-CN")
+    assert sentences == [
+        "固态电池使用固态电解质代替液态电解液，被认为能显著提高电动汽车的安全性。",
+        "据行业机构统计，2023年全球固态电池相关专利申请数量超过一万件！",
+        "业内人士认为量产仍需数年时间？",
+    ]
+
+
+def test_split_sentences_does_not_glue_menu_items_to_prose():
+    text = "Home\nNews\nQuantum computers use qubits that can represent zero and one at the same time."
+    assert split_sentences(text) == ["Quantum computers use qubits that can represent zero and one at the same time."]
+
+
+def test_tokenize_english_stems_and_drops_stopwords():
+    assert tokenize("The batteries are charging in cities") == ["battery", "charg", "city"]
+    assert stem("glass") == "glass" and stem("status") == "status"
+
+
+def test_tokenize_chinese_bigrams_and_mixed_text():
+    assert tokenize("固态电池 GPT-4") == ["固态", "态电", "电池", "gpt", "4"]
+    assert tokenize("电") == ["电"]
+
+
+def test_bm25_prefers_the_relevant_document_and_rare_terms():
+    docs = [
+        tokenize("Solid-state batteries use a solid electrolyte."),
+        tokenize("Lithium-ion batteries use a liquid electrolyte."),
+        tokenize("The weather today is sunny with light wind."),
+    ]
+    bm25 = BM25(docs)
+    scores = bm25.score(tokenize("solid electrolyte"))
+    assert scores[0] > scores[1] > 0
+    assert scores[2] == 0
+    assert bm25.idf["solid"] > bm25.idf["electrolyte"]  # rarer term weighs more
+    assert BM25([]).score(["x"]) == []
+
+
+def test_near_duplicate():
+    a = "Toyota plans to sell its first solid-state battery car in 2027, according to the company."
+    b = "According to the company, Toyota plans to sell its first solid-state battery car in 2027."
+    c = "Toyota plans to sell its first solid-state battery car in 2027."
+    d = "Samsung showed a prototype cell with an energy density of 900 Wh per litre."
+    assert near_duplicate(a, a)
+    assert near_duplicate(a, b, 0.5)
+    assert near_duplicate(a, c)  # contained in the longer sentence
+    assert not near_duplicate(a, d)
+    assert near_duplicate("固态电池的安全性更高。", "固态电池的安全性更高！")
+    assert not near_duplicate("固态电池的安全性更高。", "量子计算机仍处于早期阶段。")
+
+
+def test_rank_sentences_orders_limits_and_dedupes():
+    sentences = [
+        ("The weather in Paris was sunny and warm for most of the week.", 1),
+        ("Solid-state batteries could double the range of electric vehicles.", 1),
+        ("Solid-state batteries could double the range of electric vehicles!", 2),
+        ("Electric vehicles sold well in Norway last year, helped by tax breaks.", 2),
+        ("Solid-state battery costs remain far above lithium-ion battery costs.", 3),
+    ]
+    ranked = rank_sentences("solid-state batteries electric vehicles", sentences, limit=3)
+    texts = [r.text for r in ranked]
+    assert len(ranked) == 3
+    assert texts[0] == "Solid-state batteries could double the range of electric vehicles."
+    assert "Solid-state batteries could double the range of electric vehicles!" not in texts
+    assert all("weather" not in t for t in texts)  # no shared term, never returned
+    assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
+    assert rank_sentences("solid-state batteries electric vehicles", sentences, limit=3) == ranked  # deterministic
+
+
+def test_rank_sentences_focus_and_topic():
+    sentences = [
+        ("Solid-state batteries are being tested by several carmakers this year.", 1),
+        ("The main challenge for solid-state batteries is the cost of the solid electrolyte.", 1),
+        ("The main challenge for heat pumps is the upfront cost of installation.", 2),
+    ]
+    query = "solid-state batteries challenges"
+    plain = rank_sentences(query, sentences, limit=3)
+    assert len(plain) == 3  # the heat pump sentence matches "challenge"
+    focused = rank_sentences(query, sentences, limit=3, focus="challenges", topic=["solid-state", "batteries"])
+    assert [r.text for r in focused] == [sentences[1][0], sentences[0][0]]  # facet first, off-topic dropped
+    assert focused[0].score > plain[0].score
+
+
+def test_rank_sentences_topic_needs_a_third_of_a_chinese_term():
+    sentences = [("光伏已经成为中国最大的新增电源类型。", 1), ("中国新能源汽车出口快速增长。", 2)]
+    ranked = rank_sentences("中国新能源汽车 现状", sentences, limit=2, locale="zh-CN", topic=["中国新能源汽车"])
+    assert [r.source for r in ranked] == [2]  # sharing only "中国" is not enough
+
+
+def test_rank_sentences_per_source_cap_is_soft():
+    sentences = [(f"Solid-state batteries fact number {w} is stated here plainly.", 1) for w in "abcd"]
+    sentences.append(("Solid-state batteries are also discussed on a second site.", 2))
+    ranked = rank_sentences("solid-state batteries", sentences, limit=3, per_source=1, dedupe_threshold=0.95)
+    assert {r.source for r in ranked} == {1, 2}
+    assert len(ranked) == 3  # the cap is relaxed when the other source ran dry
+
+
+def test_rank_sentences_prefers_the_report_language():
+    sentences = [("Solid-state batteries 固态电池 are promising.", 1), ("固态电池的前景被普遍看好。", 2)]
+    ranked = rank_sentences("固态电池 前景", sentences, limit=2, locale="zh-CN")
+    assert ranked[0].source == 2
+
+
+def test_key_terms():
+    terms = key_terms("What is the current state of solid-state batteries?")
+    assert terms == ["current", "state", "solid-state", "batteries"]
+    assert key_terms("固态电池的发展现状如何？", "zh-CN") == ["固态电池", "发展现状"]
+    assert key_terms("AI芯片有哪些主要参与者") == ["AI芯片", "主要参与者"]
+    assert key_terms("what is it?") == ["what is it"]
+    assert key_terms("what is it?", fallback=False) == []
+    assert detect_locale("固态电池的发展现状如何？") == "zh-CN"  # unchanged helper

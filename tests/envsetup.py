@@ -1,0 +1,34 @@
+"""Imported by tests/settings.py before Django: test-wide environment shared with the processes tests start."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_RUN = Path(tempfile.mkdtemp(prefix="research-tests-"))
+os.environ["TEST_RUN_DIR"] = str(_RUN)
+os.environ["TEST_DB_NAME"] = str(_RUN / "test.sqlite3")
+os.environ.setdefault("OUTPUTS_DIR", str(_RUN / "outputs"))
+os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
+os.environ.setdefault("FETCH_ALLOW_LOOPBACK", "1")
+os.environ.setdefault("TTS_BACKEND", "espeak")
+os.environ.setdefault("DEFAULT_ENGINE", "offline")
+os.environ.setdefault("SEARCH_PROVIDERS", "searxng,knowledge")
+os.environ.setdefault("SEARXNG_URL", "http://127.0.0.1:9/")  # closed port unless a test site is started
+os.environ.setdefault("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+os.environ.setdefault("STEP_LEASE_S", "4")
+os.environ.setdefault("REAPER_INTERVAL_S", "1")
+os.environ.setdefault("JOB_CREATE_RATE", "1000/h")
+os.environ.setdefault("LLM_MAX_RETRIES", "2")
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# A Redis server for the tests is started on this port by the `redis_server` fixture.
+os.environ["REDIS_URL"] = f"redis://127.0.0.1:{_free_port()}/0"

@@ -1,0 +1,157 @@
+"""Real processes for integration tests: Redis, Celery workers and the ASGI server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from research import runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    run = os.environ["TEST_RUN_DIR"]
+    env = dict(os.environ)
+    env.update({
+        "DATABASE_URL": f"sqlite:///{os.environ['TEST_DB_NAME']}",
+        "DJANGO_SETTINGS_MODULE": "research.settings",
+        "PYTHONUNBUFFERED": "1",
+        "TEST_RUN_DIR": run,
+    })
+    env.pop("TEST_DB_NAME", None)  # the children use the test database as their main one
+    env.update(extra)
+    return env
+
+
+class RedisServer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisServer:
+        data = Path(os.environ["TEST_RUN_DIR"]) / f"redis-{self.port}"
+        self.proc = runtime.start_embedded_redis(ROOT, port=self.port, data_dir=data)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+class WorkerProcess:
+    """One `celery worker` process (prefork) with its own process group."""
+
+    counter = 0
+
+    def __init__(self, env: dict[str, str], *, concurrency: int = 4, beat: bool = False, name: str = "") -> None:
+        WorkerProcess.counter += 1
+        self.name = name or f"w{WorkerProcess.counter}-{os.getpid()}"
+        self.env = env
+        self.concurrency = concurrency
+        self.beat = beat
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(os.environ["TEST_RUN_DIR"]) / f"worker-{self.name}.log"
+
+    def start(self, wait: bool = True) -> WorkerProcess:
+        argv = [sys.executable, "-m", "celery", "-A", "research", "worker", "-Q", "agents,render",
+                "-c", str(self.concurrency), "--loglevel", "INFO", "-n", f"{self.name}@%h",
+                "--without-gossip", "--without-mingle"]
+        if self.beat:
+            argv += ["-B", "-s", str(Path(os.environ["TEST_RUN_DIR"]) / f"beat-{self.name}")]
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.tail()}")
+            if "ready." in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"worker not ready in {timeout}s:\n{self.tail()}")
+
+    def tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+    def children(self) -> list[int]:
+        import psutil
+
+        if self.proc is None:
+            return []
+        try:
+            return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def kill(self) -> None:
+        """kill -9 the whole worker: parent and pool children."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            self.kill()
+
+
+class AsgiServer:
+    """daphne serving research.asgi on a free port."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.port = runtime.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(os.environ["TEST_RUN_DIR"]) / f"daphne-{self.port}.log"
+
+    def start(self) -> AsgiServer:
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "research.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(self.url + "/accounts/login/", timeout=1)
+                return self
+            except httpx.HTTPError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(self.log.read_text()) from None
+                time.sleep(0.2)
+        raise RuntimeError("daphne did not start")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
