@@ -1,0 +1,53 @@
+"""Browser tests: Debian's chromium driven by Playwright against daphne + a real worker."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.hashers import make_password
+from django.contrib.auth.models import User
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls here are plain blocking ones.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+
+
+# Module scope: Playwright's loop must be gone before other tests use async_to_sync in this thread.
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.fail("Debian's chromium is required: apt-get install chromium (make test installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[object]:
+    context = browser.new_context(locale="en-US")
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def dora(transactional_db) -> User:
+    # The server process verifies with the production hashers, so use one of those.
+    return User.objects.create(username="dora", password=make_password("dora-pass-123", hasher="pbkdf2_sha256"))
+
+
+def sign_in(page, base_url: str, username: str = "dora", password: str = "dora-pass-123") -> None:
+    page.goto(base_url + "/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit].primary")
+    page.wait_for_url(base_url + "/")
