@@ -339,7 +339,7 @@ def job_schedule(*, job_id: int) -> None:
                     JobStep.objects.filter(pk=s.pk).update(status=s.status, error=s.error)
                     event_emit(job_id=job_id, type="step.failed", payload={"step": s.step_id, "error": s.error})
                     changed = True
-        limit = settings.JOB_STEP_CONCURRENCY or int(job.options.get("step_concurrency") or 0) or len(steps)
+        limit = int(job.options.get("step_concurrency") or 0) or settings.JOB_STEP_CONCURRENCY or len(steps)
         slots = max(0, limit - len(active))
         for s in steps:
             if slots <= 0:

@@ -87,6 +87,8 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
         "web": bool(options.get("web", True)),
         "background": bool(options.get("background", False)),
         "clarify": False,
+        # 0 = no per-job limit (steps run as parallel as the workers allow); benchmarks use 1.
+        "step_concurrency": max(0, int(options.get("step_concurrency") or 0)),
     }
 
 
