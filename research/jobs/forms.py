@@ -171,7 +171,7 @@ def plan_rows_apply(rows: list[dict[str, Any]], op: str) -> list[dict[str, Any]]
 
 class ReportEditForm(forms.Form):
     markdown = forms.CharField(label=_("Report (Markdown)"), widget=forms.Textarea(attrs={"rows": 30}),
-                               max_length=500_000)
+                               max_length=500_000, strip=False)
 
 
 class SignupForm(forms.Form):

@@ -9,20 +9,21 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued"
-    COORDINATING = "coordinating"
-    INVESTIGATING = "investigating"
-    PLANNING = "planning"
-    AWAITING_REVIEW = "awaiting_review"
-    RESEARCHING = "researching"
-    REPORTING = "reporting"
-    RENDERING = "rendering"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    QUEUED = "queued", _("Queued")
+    COORDINATING = "coordinating", _("Coordinating")
+    INVESTIGATING = "investigating", _("Investigating")
+    PLANNING = "planning", _("Planning")
+    AWAITING_REVIEW = "awaiting_review", _("Awaiting review")
+    RESEARCHING = "researching", _("Researching")
+    REPORTING = "reporting", _("Reporting")
+    RENDERING = "rendering", _("Rendering")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 TERMINAL_STATUSES = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED})
@@ -99,12 +100,12 @@ class PlanVersion(models.Model):
 
 
 class StepStatus(models.TextChoices):
-    PENDING = "pending"
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    PENDING = "pending", _("Pending")
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class JobStep(models.Model):
@@ -194,10 +195,10 @@ class ReportVersion(models.Model):
 
 
 class OutputStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
+    PENDING = "pending", _("Pending")
+    RUNNING = "running", _("Running")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
 
 
 class OutputRender(models.Model):

@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan
@@ -55,26 +56,31 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     """Normalise and validate job options; raises ValidationError with a clear message."""
     style = options.get("style") or "academic"
     if style not in STYLES:
-        raise ValidationError(f"Unknown report style {style!r}; choose one of {', '.join(STYLES)}.")
+        raise ValidationError(
+            _("Unknown report style %(style)r; choose one of %(choices)s.") % {"style": style, "choices": ", ".join(STYLES)}
+        )
     outputs = options.get("outputs") or ["md"]
     if isinstance(outputs, str):
         outputs = [o.strip() for o in outputs.split(",") if o.strip()]
     bad = [o for o in outputs if o not in OUTPUT_KINDS]
     if bad:
-        raise ValidationError(f"Unknown output(s) {', '.join(bad)}; choose from {', '.join(OUTPUT_KINDS)}.")
+        raise ValidationError(
+            _("Unknown output(s) %(bad)s; choose from %(choices)s.")
+            % {"bad": ", ".join(bad), "choices": ", ".join(OUTPUT_KINDS)}
+        )
     outputs = ["md"] + [o for o in OUTPUT_KINDS[1:] if o in outputs]
     try:
         max_steps = int(options.get("max_steps") or settings.JOB_DEFAULT_STEPS)
     except (TypeError, ValueError):
-        raise ValidationError("Max steps must be a whole number.") from None
+        raise ValidationError(_("Max steps must be a whole number.")) from None
     if not 1 <= max_steps <= settings.JOB_MAX_STEPS:
-        raise ValidationError(f"Max steps must be between 1 and {settings.JOB_MAX_STEPS}.")
+        raise ValidationError(_("Max steps must be between 1 and %(max)d.") % {"max": settings.JOB_MAX_STEPS})
     engine = options.get("engine") or settings.DEFAULT_ENGINE
     if engine not in ENGINES:
-        raise ValidationError(f"Unknown engine {engine!r}; choose llm, offline or auto.")
+        raise ValidationError(_("Unknown engine %(engine)r; choose llm, offline or auto.") % {"engine": engine})
     locale = str(options.get("locale") or "auto")
     if locale != "auto" and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
-        raise ValidationError(f"Locale {locale!r} is not like en-US or zh-CN.")
+        raise ValidationError(_("Locale %(locale)r is not like en-US or zh-CN.") % {"locale": locale})
     kb = options.get("kb")
     return {
         "style": style,
@@ -95,10 +101,11 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
 def job_create(*, user: AbstractBaseUser, question: str, options: dict[str, Any]) -> ResearchJob:
     question = (question or "").strip()
     if not question:
-        raise ValidationError("Please type a question.")
+        raise ValidationError(_("Please type a question."))
     if len(question) > MAX_QUESTION_CHARS:
         raise ValidationError(
-            f"The question is too long ({len(question)} characters; the limit is {MAX_QUESTION_CHARS})."
+            _("The question is too long (%(n)d characters; the limit is %(limit)d).")
+            % {"n": len(question), "limit": MAX_QUESTION_CHARS}
         )
     clean = job_options_clean(options)
     if clean["kb"] is not None:
@@ -106,11 +113,14 @@ def job_create(*, user: AbstractBaseUser, question: str, options: dict[str, Any]
 
         collection_get_for_user(user=user, collection_id=clean["kb"])  # 404 for others' collections
     if not clean["web"] and clean["kb"] is None:
-        raise ValidationError("A job without web search needs a knowledge base.")
+        raise ValidationError(_("A job without web search needs a knowledge base."))
     limit, window = _parse_rate(settings.JOB_CREATE_RATE)
     recent = ResearchJob.objects.filter(owner=user, created__gte=timezone.now() - window).count()
     if recent >= limit:
-        raise RateLimited(f"You can start {limit} jobs per {int(window.total_seconds() // 60)} minutes; please wait.")
+        raise RateLimited(
+            _("You can start %(limit)d jobs per %(minutes)d minutes; please wait.")
+            % {"limit": limit, "minutes": int(window.total_seconds() // 60)}
+        )
     with transaction.atomic():
         job = ResearchJob.objects.create(
             owner=user, question=question, options=clean, engine=clean["engine"], status=JobStatus.QUEUED,
@@ -163,7 +173,7 @@ def job_cancel(*, job: ResearchJob) -> None:
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
         if job.is_terminal:
-            raise InvalidAction("The job has already ended.")
+            raise InvalidAction(_("The job has already ended."))
         ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=True)
         if job.status in (JobStatus.QUEUED, JobStatus.AWAITING_REVIEW) or not job.steps.filter(
             status__in=[StepStatus.RUNNING, StepStatus.QUEUED]
@@ -181,7 +191,7 @@ def job_retry(*, job: ResearchJob) -> None:
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
         if job.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
-            raise InvalidAction("Only a failed or cancelled job can be retried.")
+            raise InvalidAction(_("Only a failed or cancelled job can be retried."))
         job.steps.exclude(status=StepStatus.DONE).update(status=StepStatus.PENDING, attempts=0, error="",
                                                          lease_until=None)
         ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=False, stage_attempts=0, finished_at=None)
@@ -201,7 +211,7 @@ def job_retry(*, job: ResearchJob) -> None:
 
 def job_delete(*, job: ResearchJob) -> None:
     if not job.is_terminal and job.status != JobStatus.AWAITING_REVIEW:
-        raise InvalidAction("Cancel the job before deleting it.")
+        raise InvalidAction(_("Cancel the job before deleting it."))
     folder = Path(settings.MEDIA_ROOT) / "jobs" / str(job.pk)
     job.delete()
     shutil.rmtree(folder, ignore_errors=True)
@@ -228,19 +238,23 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
         if job.status != JobStatus.AWAITING_REVIEW:
-            raise StalePlan("This plan is no longer waiting for review.")
+            raise StalePlan(_("This plan is no longer waiting for review."))
         latest = job.plan_versions.order_by("-number").first()
         if latest is None or latest.number != base_version:
-            raise StalePlan("The plan changed since you opened it. Your edits were not applied; review the new plan.")
+            raise StalePlan(
+                _("The plan changed since you opened it. Your edits were not applied; review the new plan.")
+            )
         errors = validate_plan(plan, max_steps=int(job.options.get("max_steps", settings.JOB_MAX_STEPS)))
         if errors:
             raise ValidationError(errors)
         edited = Plan.model_validate(latest.plan) != plan
         if action == "replan":
             if not feedback.strip():
-                raise ValidationError("Tell the planner what to change.")
+                raise ValidationError(_("Tell the planner what to change."))
             if job.replans >= settings.JOB_MAX_REPLANS:
-                raise ValidationError(f"The re-plan limit ({settings.JOB_MAX_REPLANS}) is reached; edit and accept.")
+                raise ValidationError(
+                    _("The re-plan limit (%(n)d) is reached; edit and accept.") % {"n": settings.JOB_MAX_REPLANS}
+                )
             version = plan_version_create(job=job, plan=plan, author="user", feedback=feedback) if edited else latest
             ResearchJob.objects.filter(pk=job.pk).update(replans=job.replans + 1)
             opts = dict(job.options, replan_feedback=feedback.strip(), replan_base=version.number)
@@ -248,7 +262,7 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
             _enqueue_on_commit("advance", job.pk)
             return version
         if action != "accept":
-            raise ValidationError(f"Unknown action {action!r}.")
+            raise ValidationError(_("Unknown action %(action)r.") % {"action": action})
         version = plan_version_create(job=job, plan=plan, author="user", accepted=True) if edited else latest
         if not edited:
             PlanVersion.objects.filter(pk=latest.pk).update(accepted=True)
@@ -292,9 +306,10 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
 def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
     """Store the user's edited Markdown as a new version and re-render every requested output from it."""
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
-        raise InvalidAction("Only a finished report can be edited.")
+        raise InvalidAction(_("Only a finished report can be edited."))
+    markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
-        raise ValidationError("The report cannot be empty.")
+        raise ValidationError(_("The report cannot be empty."))
     from research.jobs.pipeline import artifact_save_bytes
 
     with transaction.atomic():
@@ -312,9 +327,9 @@ def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
     if kind not in OUTPUT_KINDS[1:]:
-        raise ValidationError(f"Unknown output {kind!r}.")
+        raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
-        raise InvalidAction("Outputs can be re-rendered once the report exists and the job has ended.")
+        raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))
     with transaction.atomic():
         OutputRender.objects.update_or_create(job=job, kind=kind, defaults={"status": OutputStatus.PENDING,
                                                                             "error": "", "attempts": 0})

@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import PurePosixPath
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,10 @@ def max_upload_bytes() -> int:
 def check_size(size: int) -> None:
     limit = max_upload_bytes()
     if size > limit:
-        raise DocumentRejected(f"the file is too large ({size:,} bytes; the limit is {limit:,} bytes)")
+        raise DocumentRejected(
+            _("the file is too large (%(size)s bytes; the limit is %(limit)s bytes)")
+            % {"size": f"{size:,}", "limit": f"{limit:,}"}
+        )
 
 
 def clean_filename(filename: str) -> str:
@@ -84,10 +88,10 @@ def kind_for_filename(filename: str) -> str:
     suffix = PurePosixPath(filename.lower()).suffix
     kind = KIND_BY_EXTENSION.get(suffix)
     if kind is None:
-        shown = suffix or "no extension"
+        shown = suffix or _("no extension")
         raise DocumentRejected(
-            f"unsupported file type ({shown}); allowed: PDF, Markdown, plain text, HTML "
-            f"({', '.join(ALLOWED_EXTENSIONS)})"
+            _("unsupported file type (%(type)s); allowed: PDF, Markdown, plain text, HTML (%(extensions)s)")
+            % {"type": shown, "extensions": ", ".join(ALLOWED_EXTENSIONS)}
         )
     return kind
 
@@ -103,14 +107,14 @@ def _decode_gb18030(data: bytes) -> str:
     try:
         text = data.decode("gb18030")
     except UnicodeDecodeError:
-        raise DocumentRejected("the file is not valid UTF-8 (or GB18030) text") from None
+        raise DocumentRejected(_("the file is not valid UTF-8 (or GB18030) text")) from None
     common = sum(
         1
         for ch in text
         if ch.isascii() or "\u3000" <= ch <= "\u303f" or "\u4e00" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
     )
     if common < 0.9 * len(text):
-        raise DocumentRejected("the file is not valid UTF-8 (or GB18030) text")
+        raise DocumentRejected(_("the file is not valid UTF-8 (or GB18030) text"))
     return text
 
 
@@ -121,13 +125,13 @@ def decode_text(data: bytes) -> str:
     must also look like real text; NUL bytes mean binary whatever the encoding.
     """
     if b"\x00" in data:
-        raise DocumentRejected("the file contains binary data, not text")
+        raise DocumentRejected(_("the file contains binary data, not text"))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = _decode_gb18030(data)
     if _junk_ratio(text) > 0.01:
-        raise DocumentRejected("the file contains binary data, not text")
+        raise DocumentRejected(_("the file contains binary data, not text"))
     return text
 
 
@@ -139,14 +143,14 @@ def normalize_text(text: str) -> str:
 
 def _extract_pdf(data: bytes) -> tuple[str, str]:
     if not data.lstrip(b"\r\n\t \xef\xbb\xbf").startswith(b"%PDF-"):
-        raise DocumentRejected("the file is named .pdf but is not a PDF (no %PDF- header)")
+        raise DocumentRejected(_("the file is named .pdf but is not a PDF (no %(marker)s header)") % {"marker": "%PDF-"})
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise DocumentRejected("the PDF is password-protected")
+            raise DocumentRejected(_("the PDF is password-protected"))
         pages = [page.extract_text() or "" for page in reader.pages]
         title = ""
         if reader.metadata is not None and reader.metadata.title:
@@ -155,7 +159,7 @@ def _extract_pdf(data: bytes) -> tuple[str, str]:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
         logger.info("unreadable PDF: %s", exc)
-        raise DocumentRejected("the PDF could not be read (damaged or unsupported)") from exc
+        raise DocumentRejected(_("the PDF could not be read (damaged or unsupported)")) from exc
     return title, "\n\n".join(pages)
 
 
@@ -218,7 +222,7 @@ def html_to_text(html: str) -> tuple[str, str]:
 def _extract_html(data: bytes) -> tuple[str, str]:
     html = decode_text(data)
     if not _HTML_SNIFF.match(html[:4096]):
-        raise DocumentRejected("the file is named .html but does not look like HTML")
+        raise DocumentRejected(_("the file is named .html but does not look like HTML"))
     return html_to_text(html)
 
 
@@ -238,7 +242,7 @@ def extract_document(*, filename: str, data: bytes, content_type: str = "") -> E
     kind = kind_for_filename(filename)
     check_size(len(data))
     if not data.strip():
-        raise DocumentRejected("the file is empty")
+        raise DocumentRejected(_("the file is empty"))
 
     if kind == "pdf":
         title, text = _extract_pdf(data)
@@ -251,7 +255,8 @@ def extract_document(*, filename: str, data: bytes, content_type: str = "") -> E
 
     text = normalize_text(text)
     if not re.search(r"\w", text):
-        hint = " (a scanned PDF needs OCR first)" if kind == "pdf" else ""
-        raise DocumentRejected(f"no text could be extracted from the file{hint}")
+        if kind == "pdf":
+            raise DocumentRejected(_("no text could be extracted from the file (a scanned PDF needs OCR first)"))
+        raise DocumentRejected(_("no text could be extracted from the file"))
     title = " ".join(title.split())[:255] or PurePosixPath(filename).stem[:255] or filename
     return Extracted(title=title, text=text, kind=kind, content_type=CONTENT_TYPES[kind])

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from research.knowledge.extract import DocumentRejected, clean_filename, extract_document
 from research.knowledge.models import Chunk, Collection, Document, Posting
@@ -27,7 +28,7 @@ def collection_create(*, owner: AbstractBaseUser, name: str, description: str = 
         with transaction.atomic():
             collection.save()
     except IntegrityError:  # lost a race with an identical create
-        raise ValidationError({"name": "You already have a knowledge base with this name."}) from None
+        raise ValidationError({"name": _("You already have a knowledge base with this name.")}) from None
     return collection
 
 

@@ -19,36 +19,70 @@
     "job.done", "job.failed",
   ]);
 
+  // Labels come translated from the server (#job[data-i18n], see jobs/_timeline_i18n.html); English otherwise.
+  const EN = {
+    status: "status → {status}", engine: "engine: {engine} — {reason}",
+    plan_ready: "plan v{version} ready: {title}", plan_updated: "plan v{version} saved by {author}",
+    plan_accepted: "plan v{version} accepted", step_queued: "step {step} queued",
+    step_started: "step {step} started: {title}", attempt: "(attempt {attempt})",
+    search: "search: {query}", search_results: "{count} results for {query}", fetch: "reading {url}",
+    fetch_failed: "could not read {url}: {error}", code: "running code ({lines} lines)",
+    code_result: "code exited {code}", provider_error: "search provider {provider} failed: {error}",
+    source_added: "source [{number}] {title}", step_completed: "step {step} done",
+    step_failed: "step {step} failed: {error}", step_requeued: "step {step} re-queued: {reason}",
+    report_started: "writing the report", report_ready: "report ready (v{version})",
+    artifact_started: "rendering {kind}", artifact_ready: "file ready: {name}",
+    artifact_failed: "{kind} failed: {error}", job_failed: "FAILED: {error}", job_done: "done",
+    job_done_answer: "done: {answer}", conn_live: "live", conn_forbidden: "not allowed",
+    conn_reconnecting: "reconnecting…",
+  };
+  const I18N = (function () {
+    try { return JSON.parse(root.dataset.i18n || "{}") || {}; } catch (e) { return {}; }
+  })();
+
+  function t(key, vars) {
+    const template = (typeof I18N[key] === "string" && I18N[key]) || EN[key] || key;
+    return template.replace(/\{(\w+)\}/g, function (m, name) {
+      const value = vars ? vars[name] : undefined;
+      return value === undefined || value === null ? "" : String(value);
+    });
+  }
+
+  function statusLabel(status) {
+    return (I18N.statuses && I18N.statuses[status]) || status;
+  }
+
   function describe(ev) {
     const p = ev.payload || {};
+    const at = "[" + (p.step || "") + "] ";
     switch (ev.type) {
-      case "job.status": return "status → " + p.status + (p.error ? " (" + p.error + ")" : "");
-      case "job.engine": return "engine: " + p.engine + " — " + p.reason;
-      case "plan.ready": return "plan v" + p.version + " ready: " + ((p.plan && p.plan.title) || "");
-      case "plan.updated": return "plan v" + p.version + " saved by " + p.author;
-      case "plan.accepted": return "plan v" + p.version + " accepted";
-      case "step.queued": return "step " + p.step + " queued";
-      case "step.started": return "step " + p.step + " started: " + (p.title || "") + (p.attempt > 1 ? " (attempt " + p.attempt + ")" : "");
+      case "job.status": return t("status", {status: statusLabel(p.status)}) + (p.error ? " (" + p.error + ")" : "");
+      case "job.engine": return t("engine", p);
+      case "plan.ready": return t("plan_ready", {version: p.version, title: (p.plan && p.plan.title) || ""});
+      case "plan.updated": return t("plan_updated", p);
+      case "plan.accepted": return t("plan_accepted", p);
+      case "step.queued": return t("step_queued", p);
+      case "step.started": return t("step_started", p) + (p.attempt > 1 ? " " + t("attempt", p) : "");
       case "step.activity":
-        if (p.kind === "search") return "[" + (p.step || "") + "] search: " + p.query;
-        if (p.kind === "search_results") return "[" + (p.step || "") + "] " + p.count + " results for " + p.query;
-        if (p.kind === "fetch") return "[" + (p.step || "") + "] reading " + p.url;
-        if (p.kind === "fetch_failed") return "[" + (p.step || "") + "] could not read " + p.url + ": " + p.error;
-        if (p.kind === "code") return "[" + (p.step || "") + "] running code (" + p.lines + " lines)";
-        if (p.kind === "code_result") return "[" + (p.step || "") + "] code exited " + p.exit_code;
-        if (p.kind === "provider_error") return "search provider " + p.provider + " failed: " + p.error;
-        return "[" + (p.step || "") + "] " + p.kind + (p.query ? ": " + p.query : "");
-      case "source.added": return "source [" + p.number + "] " + (p.title || p.url);
-      case "step.completed": return "step " + p.step + " done";
-      case "step.failed": return "step " + p.step + " failed: " + p.error;
-      case "step.requeued": return "step " + p.step + " re-queued: " + p.reason;
-      case "report.started": return "writing the report";
-      case "report.ready": return "report ready (v" + p.version + ")";
-      case "artifact.started": return "rendering " + p.kind;
-      case "artifact.ready": return "file ready: " + p.name;
-      case "artifact.failed": return p.kind + " failed: " + p.error;
-      case "job.failed": return "FAILED: " + p.error;
-      case "job.done": return "done" + (p.answer ? ": " + p.answer : "");
+        if (p.kind === "search") return at + t("search", p);
+        if (p.kind === "search_results") return at + t("search_results", p);
+        if (p.kind === "fetch") return at + t("fetch", p);
+        if (p.kind === "fetch_failed") return at + t("fetch_failed", p);
+        if (p.kind === "code") return at + t("code", p);
+        if (p.kind === "code_result") return at + t("code_result", {code: p.exit_code});
+        if (p.kind === "provider_error") return t("provider_error", p);
+        return at + p.kind + (p.query ? ": " + p.query : "");
+      case "source.added": return t("source_added", {number: p.number, title: p.title || p.url});
+      case "step.completed": return t("step_completed", p);
+      case "step.failed": return t("step_failed", p);
+      case "step.requeued": return t("step_requeued", p);
+      case "report.started": return t("report_started");
+      case "report.ready": return t("report_ready", p);
+      case "artifact.started": return t("artifact_started", p);
+      case "artifact.ready": return t("artifact_ready", p);
+      case "artifact.failed": return t("artifact_failed", p);
+      case "job.failed": return t("job_failed", p);
+      case "job.done": return p.answer ? t("job_done_answer", p) : t("job_done");
       default: return ev.type;
     }
   }
@@ -119,7 +153,7 @@
     socket = new WebSocket(proto + window.location.host + "/ws/jobs/" + jobId + "/");
     socket.onopen = function () {
       delay = 500;
-      conn.textContent = "live";
+      conn.textContent = t("conn_live");
       conn.className = "conn live";
       socket.send(JSON.stringify({type: "subscribe", after: lastSeq}));
     };
@@ -128,8 +162,8 @@
     };
     socket.onclose = function (e) {
       conn.className = "conn down";
-      if (e.code === 4403) { conn.textContent = "not allowed"; return; }
-      conn.textContent = "reconnecting…";
+      if (e.code === 4403) { conn.textContent = t("conn_forbidden"); return; }
+      conn.textContent = t("conn_reconnecting");
       const wait = Math.min(delay, 10000) * (0.8 + Math.random() * 0.4);
       delay = Math.min(delay * 2, 10000);
       setTimeout(connect, wait);

@@ -1,0 +1,77 @@
+"""The model test double and the local test site, in a process of their own (so they never share a GIL
+with the benchmark's WebSocket clients).
+
+    python bench/model_server.py
+        → prints one JSON line: {"llm": "http://127.0.0.1:P/v1", "site": "http://127.0.0.1:Q"}
+        ← reads JSON lines on stdin: {"ttft": 0.5, "tokens_per_s": 50, "think_words": 0}
+        → answers each with {"ok": true, ...the settings now in force}
+        EOF on stdin stops it.
+
+The "model" plays tests/support/scenario.py (the engine's prompts → a cooperative model's answers);
+BenchScenario adds one knob: `think_words` of reasoning on every researcher turn, the way a thinking
+model (Qwen3) reasons before each tool call and before its step report. The latency model is the
+fake's: time to first token, then `tokens_per_s` for every word of reasoning and content.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.fake_llm import FakeLLM, Reply  # noqa: E402
+from tests.support.scenario import Scenario  # noqa: E402
+from tests.support.site import TestSite  # noqa: E402
+
+_THOUGHT = (
+    "The step asks for evidence; I should check which sources are relevant, what numbers they give, "
+    "and whether they agree before I decide on the next action."
+).split()
+
+
+@dataclass
+class BenchScenario(Scenario):
+    think_words: int = 0  # reasoning words on every researcher turn
+
+    def _researcher(self, request: dict[str, Any]) -> Reply:
+        reply = super()._researcher(request)
+        if self.think_words > 0:
+            words = [_THOUGHT[i % len(_THOUGHT)] for i in range(self.think_words)]
+            reply.reasoning = " ".join(words)
+        return reply
+
+
+def main() -> int:
+    scenario = BenchScenario(steps=12, step_types=("research",) * 12, bogus_citation=False)
+    fake = FakeLLM(scenario, max_model_len=32768).start()
+    site = TestSite().start()
+    print(json.dumps({"llm": fake.base_url, "site": site.url}), flush=True)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            cmd = json.loads(line)
+            if "ttft" in cmd:
+                fake.ttft = float(cmd["ttft"])
+            if "tokens_per_s" in cmd:
+                fake.tokens_per_s = float(cmd["tokens_per_s"])
+            if "think_words" in cmd:
+                scenario.think_words = int(cmd["think_words"])
+            with scenario._lock:
+                scenario.calls.clear()  # the logs are not needed; keep memory flat
+            with fake._lock:
+                fake.requests.clear()
+            print(json.dumps({"ok": True, "ttft": fake.ttft, "tokens_per_s": fake.tokens_per_s,
+                              "think_words": scenario.think_words}), flush=True)
+    finally:
+        fake.stop()
+        site.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
