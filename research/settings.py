@@ -12,8 +12,12 @@ from research.runtime import default_redis_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
+# Production (SECURE_PRODUCTION=1) never falls back to the dev key: an unset SECRET_KEY stops the app.
+# The dev key starts with "django-insecure-", so `check --deploy` flags it wherever it is used.
 SECRET_KEY = env_str("SECRET_KEY", "") or (
-    "dev-insecure-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz" if DEBUG or env_bool("DEV_MODE", True) else ""
+    "django-insecure-dev-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz"
+    if (DEBUG or env_bool("DEV_MODE", True)) and not env_bool("SECURE_PRODUCTION", False)
+    else ""
 )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -153,6 +157,9 @@ STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
 STEP_TIME_BUDGET_S = env_int("STEP_TIME_BUDGET_S", 600)
 STEP_LEASE_S = env_int("STEP_LEASE_S", 60)
 STEP_MAX_ATTEMPTS = env_int("STEP_MAX_ATTEMPTS", 3)
+# A queued unit not picked up within this many seconds is re-sent (its message may have been lost,
+# e.g. when Redis restarted without persistence). Duplicates are harmless: claims are idempotent.
+STEP_QUEUE_GRACE_S = env_int("STEP_QUEUE_GRACE_S", 120)
 DEFAULT_ENGINE = env_str("DEFAULT_ENGINE", "auto")  # auto | llm | offline
 
 LLM_BASE_URL = env_str("LLM_BASE_URL", "http://127.0.0.1:8001/v1")
@@ -175,6 +182,9 @@ TTS_BACKEND = env_str("TTS_BACKEND", "auto")  # auto | edge | espeak | flite
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Request bodies are counted as they stream in (research/jobs/asgi_limits.py): knowledge-base uploads
+# may carry the upload limit (+ slack), everything else at most this many bytes; larger ones get 413.
+REQUEST_MAX_BODY_BYTES = env_int("REQUEST_MAX_BODY_BYTES", 2_621_440)  # 2.5 MiB
 
 # --- Security -------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

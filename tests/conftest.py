@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import translation
+
+
+@pytest.fixture(autouse=True)
+def _english_after_each_test():
+    """LocaleMiddleware leaves a request's language active in the test thread; reset it so a test that
+    browsed in Chinese does not turn later tests' (English) messages into Chinese."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture

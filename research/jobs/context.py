@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
@@ -74,6 +75,12 @@ class JobContext:
         event_emit(job_id=self.job_id, type=type, payload=payload)
 
     def check_cancelled(self) -> None:
+        soft_limit = settings.CELERY_TASK_SOFT_TIME_LIMIT
+        if soft_limit and time.monotonic() - self.started > soft_limit:
+            # Celery raises SoftTimeLimitExceeded asynchronously; when it lands inside a tool whose errors are
+            # reported to the model, it is swallowed. Re-raise it here so the unit stops at this checkpoint
+            # with "ran over its time limit" instead of running on until the hard limit kills the process.
+            raise SoftTimeLimitExceeded(f"ran over its time limit ({soft_limit} s)")
         row = ResearchJob.objects.filter(pk=self.job_id).values(
             "cancel_requested", "prompt_tokens", "completion_tokens", "started_at"
         ).first()

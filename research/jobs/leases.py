@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import Model
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
 
 
 def lease_deadline(seconds: float | None = None) -> timedelta:
@@ -29,7 +32,12 @@ def lease_kept(model: type[Model], pk: int, field: str, *, token_field: str = ""
                 qs = model.objects.filter(pk=pk)  # type: ignore[attr-defined]
                 if token_field:
                     qs = qs.filter(**{token_field: token})
-                qs.update(**{field: timezone.now() + lease_deadline()})
+                try:
+                    qs.update(**{field: timezone.now() + lease_deadline()})
+                except DatabaseError:
+                    # A busy database must not end the renewals (the unit would look dead): try next round.
+                    logger.warning("could not renew the lease of %s %s", model.__name__, pk, exc_info=True)
+                    close_old_connections()
         finally:
             connection.close()
 

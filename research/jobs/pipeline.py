@@ -50,11 +50,21 @@ from research.jobs.services import (
 
 logger = logging.getLogger(__name__)
 
-QUEUE_GRACE_S = 120  # a queued unit not picked up by then is re-sent (its message may be lost)
-
-
 def _now() -> Any:
     return timezone.now()
+
+
+def _queue_grace() -> timedelta:
+    """A queued unit not picked up within this time is re-sent (its message may have been lost)."""
+    return timedelta(seconds=settings.STEP_QUEUE_GRACE_S)
+
+
+def _still_wanted(job_id: int) -> None:
+    """Call inside the write transaction that ends a stage: raise JobCancelled if the job was cancelled
+    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`."""
+    row = ResearchJob.objects.select_for_update().filter(pk=job_id).values("status", "cancel_requested").first()
+    if row is None or row["cancel_requested"] or row["status"] in TERMINAL_STATUSES:
+        raise JobCancelled("The job was cancelled.")
 
 
 def _short(exc: BaseException) -> str:
@@ -179,13 +189,15 @@ def _stage_coordinate(job: ResearchJob) -> None:
     decision = _engine_for(job).coordinate(ctx)
     locale = job.options.get("locale") or "auto"
     locale = decision.locale if locale == "auto" else locale
-    ResearchJob.objects.filter(pk=job.pk).update(locale=locale)
-    job.locale = locale
-    if decision.action == "answer":
-        job_set_status(job=job, status=JobStatus.DONE, answer=decision.answer, title=job.question[:120])
-        return
-    nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
-    job_set_status(job=job, status=nxt, locale=locale)
+    with transaction.atomic():
+        _still_wanted(job.pk)
+        ResearchJob.objects.filter(pk=job.pk).update(locale=locale)
+        job.locale = locale
+        if decision.action == "answer":
+            job_set_status(job=job, status=JobStatus.DONE, answer=decision.answer, title=job.question[:120])
+            return
+        nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
+        job_set_status(job=job, status=nxt, locale=locale)
 
 
 def _stage_investigate(job: ResearchJob) -> None:
@@ -197,7 +209,9 @@ def _stage_investigate(job: ResearchJob) -> None:
         event_emit(job_id=job.pk, type="step.activity", payload={"kind": "background_failed", "error": _short(exc)})
     background = "\n".join(f"- {h.title}: {h.snippet}" for h in hits)[:6000]
     opts = dict(job.options, background_text=background)
-    job_set_status(job=job, status=JobStatus.PLANNING, options=opts)
+    with transaction.atomic():
+        _still_wanted(job.pk)
+        job_set_status(job=job, status=JobStatus.PLANNING, options=opts)
 
 
 def _stage_plan(job: ResearchJob) -> None:
@@ -216,6 +230,7 @@ def _stage_plan(job: ResearchJob) -> None:
     if errors:
         raise ValueError("the planner produced an invalid plan: " + "; ".join(errors))
     with transaction.atomic():
+        _still_wanted(job.pk)
         version = plan_version_create(job=job, plan=plan, author="planner", feedback=feedback)
         opts = {k: v for k, v in job.options.items() if k not in ("replan_feedback", "replan_base")}
         ResearchJob.objects.filter(pk=job.pk).update(options=opts, title=plan.title[:300])
@@ -281,6 +296,7 @@ def _stage_report(job: ResearchJob) -> None:
         raise ValueError("the reporter wrote an empty report")
     final = finalize_report(body, ctx.sources(), locale=job.locale)
     with transaction.atomic():
+        _still_wanted(job.pk)
         version = report_version_create(job=job, markdown=final.markdown, author="reporter")
         artifact_save_bytes(job=job, kind="md", name="report.md", data=final.markdown.encode())
         ResearchJob.objects.filter(pk=job.pk).update(invalid_citations=final.removed)
@@ -321,7 +337,10 @@ def job_schedule(*, job_id: int) -> None:
         steps = list(job.steps.order_by("position"))
         active = [s for s in steps if s.status in (StepStatus.QUEUED, StepStatus.RUNNING)]
         if job.cancel_requested:
-            JobStep.objects.filter(job=job, status=StepStatus.PENDING).update(status=StepStatus.CANCELLED)
+            for s in steps:  # each step that will not run says so in the event log
+                if s.status == StepStatus.PENDING:
+                    JobStep.objects.filter(pk=s.pk).update(status=StepStatus.CANCELLED)
+                    event_emit(job_id=job_id, type="step.cancelled", payload={"step": s.step_id})
             if not active:
                 job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
             return
@@ -347,8 +366,7 @@ def job_schedule(*, job_id: int) -> None:
             if s.status == StepStatus.PENDING and all(
                 by_id.get(d) is None or by_id[d].status == StepStatus.DONE for d in s.depends_on
             ):
-                JobStep.objects.filter(pk=s.pk).update(status=StepStatus.QUEUED,
-                                                       lease_until=_now() + timedelta(seconds=QUEUE_GRACE_S))
+                JobStep.objects.filter(pk=s.pk).update(status=StepStatus.QUEUED, lease_until=_now() + _queue_grace())
                 s.status = StepStatus.QUEUED
                 event_emit(job_id=job_id, type="step.queued", payload={"step": s.step_id})
                 _enqueue_on_commit("step", job_id, s.step_id)
@@ -375,6 +393,7 @@ def _step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] |
             return None  # someone is running it right now
         if job.status != JobStatus.RESEARCHING or job.cancel_requested:
             JobStep.objects.filter(pk=step.pk).update(status=StepStatus.CANCELLED)
+            event_emit(job_id=job_id, type="step.cancelled", payload={"step": step_id})
             _enqueue_on_commit("schedule", job_id)
             return None
         if step.attempts >= settings.STEP_MAX_ATTEMPTS:
@@ -569,7 +588,7 @@ def reap_stale_work() -> dict[str, int]:
         counts["stages"] += 1
         _enqueue_now("advance", job_id)
     # Working jobs nobody claimed at all (message lost before any worker saw it).
-    stale_created = now - timedelta(seconds=QUEUE_GRACE_S)
+    stale_created = now - _queue_grace()
     for job_id in ResearchJob.objects.filter(status__in=list(WORKING_STATUSES), stage_lease_until__isnull=True,
                                              updated__lt=stale_created).values_list("pk", flat=True):
         counts["stages"] += 1
@@ -578,7 +597,7 @@ def reap_stale_work() -> dict[str, int]:
                                        job__status=JobStatus.RESEARCHING):
         with transaction.atomic():
             n = JobStep.objects.filter(pk=step.pk, status=step.status, lease_until=step.lease_until).update(
-                status=StepStatus.QUEUED, lease_until=now + timedelta(seconds=QUEUE_GRACE_S))
+                status=StepStatus.QUEUED, lease_until=now + _queue_grace())
             if n:
                 counts["steps"] += 1
                 if step.status == StepStatus.RUNNING:

@@ -57,7 +57,8 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     style = options.get("style") or "academic"
     if style not in STYLES:
         raise ValidationError(
-            _("Unknown report style %(style)r; choose one of %(choices)s.") % {"style": style, "choices": ", ".join(STYLES)}
+            _("Unknown report style %(style)r; choose one of %(choices)s.")
+            % {"style": style, "choices": ", ".join(STYLES)}
         )
     outputs = options.get("outputs") or ["md"]
     if isinstance(outputs, str):

@@ -143,7 +143,9 @@ def normalize_text(text: str) -> str:
 
 def _extract_pdf(data: bytes) -> tuple[str, str]:
     if not data.lstrip(b"\r\n\t \xef\xbb\xbf").startswith(b"%PDF-"):
-        raise DocumentRejected(_("the file is named .pdf but is not a PDF (no %(marker)s header)") % {"marker": "%PDF-"})
+        raise DocumentRejected(
+            _("the file is named .pdf but is not a PDF (no %(marker)s header)") % {"marker": "%PDF-"}
+        )
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 

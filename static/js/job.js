@@ -103,7 +103,7 @@
   function showStream() {
     const card = document.getElementById("report-card");
     const pre = document.getElementById("report-stream");
-    if (!card || !pre || document.getElementById("report")) return;
+    if (!card || !pre || !reportText || document.getElementById("report")) return;
     card.hidden = false;
     pre.hidden = false;
     pre.textContent = reportText;

@@ -39,12 +39,13 @@ def test_watch_live_reload_and_see_whole_timeline(page, dora, asgi_server, worke
     assert before >= 3
     # Reload mid-job (the job waits for review): the whole timeline is replayed.
     page.reload()
-    page.wait_for_function(f"document.querySelectorAll('#timeline li').length >= {before}")
+    # Selector waits only: the page's CSP forbids the eval that wait_for_function would need.
+    page.wait_for_selector(f"#timeline li >> nth={before - 1}")
     seqs = [int(s) for s in page.eval_on_selector_all("#timeline li", "els => els.map(e => e.dataset.seq)")]
     assert seqs == sorted(seqs) and seqs[0] == 1
     page.click("#accept-plan")
     page.wait_for_selector("#report", timeout=90_000)
-    page.wait_for_function("document.getElementById('job').dataset.status === 'done'", timeout=60_000)
+    page.wait_for_selector("#job[data-status='done']", timeout=60_000)
     assert page.locator(".ev-job-done").count() == 1
     timeline = page.inner_text("#timeline")
     assert "step.started" not in timeline and "started" in timeline  # described, not raw types

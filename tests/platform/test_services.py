@@ -152,3 +152,40 @@ def test_replan_needs_feedback_and_respects_the_limit(alice, settings):
     services.job_set_status(job=job, status=JobStatus.AWAITING_REVIEW)
     with pytest.raises(ValidationError, match="limit"):
         services.plan_submit(job=job, plan=plan, base_version=version.number, action="replan", feedback="again")
+
+
+def test_retry_keeps_done_steps_and_reruns_the_rest(alice, _no_enqueue):
+    job = make_job(alice)
+    version = _awaiting_review(job)
+    services.plan_submit(job=job, plan=Plan.model_validate(version.plan), base_version=version.number,
+                         action="accept")
+    JobStep.objects.filter(job=job, step_id="a").update(status="done", result_md="ok [1]")
+    JobStep.objects.filter(job=job, step_id="b").update(status="failed", error="boom", attempts=3)
+    services.job_set_status(job=job, status=JobStatus.FAILED, error="Every step failed")
+    _no_enqueue.clear()
+    services.job_retry(job=job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RESEARCHING and job.error == ""
+    steps = dict(JobStep.objects.filter(job=job).values_list("step_id", "status"))
+    assert steps == {"a": "done", "b": "pending"}
+    assert JobStep.objects.get(job=job, step_id="b").attempts == 0
+    assert ("schedule", job.pk) in _no_enqueue
+    with pytest.raises(services.InvalidAction):
+        services.job_retry(job=job)
+
+
+def test_delete_removes_job_and_files(alice, settings):
+    from pathlib import Path
+
+    from research.jobs.pipeline import artifact_save_bytes
+
+    job = make_job(alice)
+    artifact_save_bytes(job=job, kind="md", name="report.md", data=b"x")
+    folder = Path(settings.MEDIA_ROOT) / "jobs" / str(job.pk)
+    assert folder.is_dir()
+    with pytest.raises(services.InvalidAction):
+        services.job_delete(job=job)  # still queued
+    services.job_cancel(job=job)
+    job.refresh_from_db()
+    services.job_delete(job=job)
+    assert not ResearchJob.objects.filter(pk=job.pk).exists() and not folder.exists()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 
@@ -55,6 +56,7 @@ class WorkerProcess:
     """One `celery worker` process (prefork) with its own process group."""
 
     counter = 0
+    live: ClassVar[set[WorkerProcess]] = set()  # started and not yet stopped or killed (tests may pause them)
 
     def __init__(self, env: dict[str, str], *, concurrency: int = 4, beat: bool = False, name: str = "") -> None:
         WorkerProcess.counter += 1
@@ -74,6 +76,7 @@ class WorkerProcess:
         out = self.log.open("ab")
         self.proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        WorkerProcess.live.add(self)
         if wait:
             self.wait_ready()
         return self
@@ -108,6 +111,7 @@ class WorkerProcess:
         """kill -9 the whole worker: parent and pool children."""
         if self.proc is None:
             return
+        WorkerProcess.live.discard(self)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -115,6 +119,7 @@ class WorkerProcess:
         self.proc.wait(timeout=10)
 
     def stop(self) -> None:
+        WorkerProcess.live.discard(self)
         if self.proc is None or self.proc.poll() is not None:
             return
         try:
@@ -122,6 +127,65 @@ class WorkerProcess:
             self.proc.wait(timeout=20)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             self.kill()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pids(self) -> set[int]:
+        """The worker's own pid and its pool children's."""
+        return ({self.proc.pid} if self.proc is not None else set()) | set(self.children())
+
+
+class MakeWorkerProcess(WorkerProcess):
+    """A worker started the way an operator adds one: `make worker` (WORKER_CONCURRENCY sets its pool)."""
+
+    def start(self, wait: bool = True) -> MakeWorkerProcess:
+        env = dict(self.env, WORKER_CONCURRENCY=str(self.concurrency))
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(["make", "--no-print-directory", "worker"], cwd=ROOT, env=env, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        WorkerProcess.live.add(self)
+        if wait:
+            self.wait_ready()
+        return self
+
+
+class BeatProcess:
+    """`celery beat` on its own (as `make run` and docker-compose run it): schedules the reaper."""
+
+    counter = 0
+
+    def __init__(self, env: dict[str, str]) -> None:
+        BeatProcess.counter += 1
+        run = Path(os.environ["TEST_RUN_DIR"])
+        self.env = env
+        self.log = run / f"beat-{BeatProcess.counter}-{os.getpid()}.log"
+        self.schedule = run / f"beat-{BeatProcess.counter}-{os.getpid()}.schedule"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> BeatProcess:
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "research", "beat", "--loglevel", "INFO", "-s", str(self.schedule)],
+            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"beat exited early:\n{self.log.read_text(errors='replace')[-3000:]}")
+            if "Sending due task" in self.log.read_text(errors="replace"):
+                return self
+            time.sleep(0.2)
+        raise RuntimeError("beat did not send its first task in 60 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
 
 
 class AsgiServer:

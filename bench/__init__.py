@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (bench/run.py). Not tests; see bench/README.md."""
