@@ -70,9 +70,9 @@ def test_knowledge_base_only_job_needs_no_web(alice, worker, live_settings, test
 
     collection = kb.collection_create(owner=alice, name="grid")
     kb.document_add(collection=collection, filename="storage.md", data=(
-        "# Grid storage notes\n\nPumped hydro provides most of the world's grid storage capacity today. "
-        "Lithium-ion battery pack prices fell by about 80 percent between 2013 and 2023. "
-        "Grid batteries are mostly used for short-duration storage of two to four hours.\n").encode())
+        b"# Grid storage notes\n\nPumped hydro provides most of the world's grid storage capacity today. "
+        b"Lithium-ion battery pack prices fell by about 80 percent between 2013 and 2023. "
+        b"Grid batteries are mostly used for short-duration storage of two to four hours.\n"))
     hits_before = len(test_site.requests)
     job = services.job_create(user=alice, question="How is grid energy storage done today?",
                               options={"engine": "offline", "auto_accept": True, "max_steps": 2, "kb": collection.pk,
