@@ -41,7 +41,9 @@ class JobCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["max_steps"].validators.append(MaxValueValidator(settings.JOB_MAX_STEPS))
         self.fields["max_steps"].widget.attrs["max"] = settings.JOB_MAX_STEPS
-        self.fields["kb"].choices = [("", _("None"))] + list(collections or [])
+        kb_field = self.fields["kb"]
+        assert isinstance(kb_field, forms.TypedChoiceField)
+        kb_field.choices = [("", _("None")), *(collections or [])]
 
     def options(self) -> dict[str, Any]:
         data = self.cleaned_data

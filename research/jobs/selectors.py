@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as UserModel
 from django.db.models import Count, FloatField, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob
 
-User = AbstractBaseUser | AnonymousUser
+User = UserModel | AnonymousUser
 
 
 def job_list_for_user(*, user: User) -> QuerySet[ResearchJob]:

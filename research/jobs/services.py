@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -99,7 +99,7 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def job_create(*, user: AbstractBaseUser, question: str, options: dict[str, Any]) -> ResearchJob:
+def job_create(*, user: User, question: str, options: dict[str, Any]) -> ResearchJob:
     question = (question or "").strip()
     if not question:
         raise ValidationError(_("Please type a question."))

@@ -33,6 +33,12 @@ from research.jobs.models import JobStatus, ResearchJob
 from research.render.html import markdown_to_html
 
 
+def _user(request: HttpRequest) -> User:
+    """The signed-in user (views using this are behind login_required)."""
+    assert isinstance(request.user, User)
+    return request.user
+
+
 def _collections(user: Any) -> list[tuple[int, str]]:
     from research.knowledge.selectors import collection_list_for_user
 
@@ -71,7 +77,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     form = JobCreateForm(request.POST or None, collections=_collections(request.user))
     if request.method == "POST" and form.is_valid():
         try:
-            job = services.job_create(user=request.user, question=form.cleaned_data["question"],
+            job = services.job_create(user=_user(request), question=form.cleaned_data["question"],
                                       options=form.options())
         except ValidationError as exc:
             form.add_error(None, exc)
@@ -95,7 +101,6 @@ def _plan_forms(job: ResearchJob, data: Any = None, rows: list[dict[str, Any]] |
     if latest is None:
         return {}
     plan = Plan.model_validate(latest.plan)
-    PlanStepFormSet.max_steps = int(job.options.get("max_steps", settings.JOB_MAX_STEPS))
     if rows is not None:
         formset = PlanStepFormSet(initial=rows)
         meta = PlanMetaForm(initial={"base_version": data.get("base_version"), "title": data.get("title"),
@@ -106,6 +111,8 @@ def _plan_forms(job: ResearchJob, data: Any = None, rows: list[dict[str, Any]] |
     else:
         formset = PlanStepFormSet(initial=plan_initial(plan))
         meta = PlanMetaForm(initial={"base_version": latest.number, "title": plan.title})
+    # Per instance, never on the class: requests run concurrently.
+    formset.max_steps = int(job.options.get("max_steps", settings.JOB_MAX_STEPS))  # type: ignore[attr-defined]
     return {"plan_version": latest, "plan": plan, "formset": formset, "meta": meta}
 
 

@@ -36,7 +36,8 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(
+    # The metaclass moves declared fields into base_fields, so this doesn't shadow Form.files.
+    files = MultipleFileField(  # type: ignore[assignment]
         label=_("Files"),
         help_text=_("PDF, Markdown, plain text or HTML; several at once."),
         error_messages={"required": _("Choose at least one file.")},

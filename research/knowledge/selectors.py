@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Avg, Count, QuerySet
 from django.http import Http404
 
@@ -24,29 +24,30 @@ class KBHit:
     url: str  # kb://<document_id>#chunk-<index>: stable, citable
 
 
-def _is_anonymous(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+def _is_anonymous(user: User | AnonymousUser | None) -> bool:
     return user is None or not user.is_authenticated
 
 
-def collection_list_for_user(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Collection]:
+def collection_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Collection]:
     if _is_anonymous(user):
         return Collection.objects.none()
-    return Collection.objects.filter(owner=user).annotate(document_count=Count("documents")).order_by("name", "id")
+    collections = Collection.objects.filter(owner_id=user.pk)
+    return collections.annotate(document_count=Count("documents")).order_by("name", "id")
 
 
-def collection_get_for_user(*, user: AbstractBaseUser | AnonymousUser, collection_id: int) -> Collection:
+def collection_get_for_user(*, user: User | AnonymousUser, collection_id: int) -> Collection:
     if _is_anonymous(user):
         raise Http404("No such knowledge base.")
-    collection = Collection.objects.filter(owner=user, pk=collection_id).first()
+    collection = Collection.objects.filter(owner_id=user.pk, pk=collection_id).first()
     if collection is None:
         raise Http404("No such knowledge base.")
     return collection
 
 
-def collection_get_by_name(*, user: AbstractBaseUser | AnonymousUser, name: str) -> Collection:
+def collection_get_by_name(*, user: User | AnonymousUser, name: str) -> Collection:
     if _is_anonymous(user):
         raise Http404("No such knowledge base.")
-    collection = Collection.objects.filter(owner=user, name=" ".join((name or "").split())).first()
+    collection = Collection.objects.filter(owner_id=user.pk, name=" ".join((name or "").split())).first()
     if collection is None:
         raise Http404("No such knowledge base.")
     return collection
@@ -57,10 +58,11 @@ def document_list(*, collection: Collection) -> QuerySet[Document]:
     return Document.objects.filter(collection=collection).defer("text").order_by("-created", "-id")
 
 
-def document_get_for_user(*, user: AbstractBaseUser | AnonymousUser, document_id: int) -> Document:
+def document_get_for_user(*, user: User | AnonymousUser, document_id: int) -> Document:
     if _is_anonymous(user):
         raise Http404("No such document.")
-    document = Document.objects.select_related("collection").filter(collection__owner=user, pk=document_id).first()
+    documents = Document.objects.select_related("collection")
+    document = documents.filter(collection__owner_id=user.pk, pk=document_id).first()
     if document is None:
         raise Http404("No such document.")
     return document
@@ -68,7 +70,7 @@ def document_get_for_user(*, user: AbstractBaseUser | AnonymousUser, document_id
 
 def kb_search(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     query: str,
     collection_ids: list[int] | None = None,
     limit: int = 5,
@@ -80,7 +82,7 @@ def kb_search(
     terms = sorted(set(tokenize(query or "")))
     if _is_anonymous(user) or not terms or limit <= 0:
         return []
-    chunks = Chunk.objects.filter(document__collection__owner=user)
+    chunks = Chunk.objects.filter(document__collection__owner_id=user.pk)
     if collection_ids is not None:
         chunks = chunks.filter(document__collection_id__in=list(collection_ids))
     stats = chunks.aggregate(total=Count("id"), avg=Avg("length"))

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
@@ -19,7 +19,7 @@ from research.knowledge.text import chunk_text, term_frequencies
 logger = logging.getLogger(__name__)
 
 
-def collection_create(*, owner: AbstractBaseUser, name: str, description: str = "") -> Collection:
+def collection_create(*, owner: User, name: str, description: str = "") -> Collection:
     """Create a collection; raises ValidationError for a blank or already-used name."""
     collection = Collection(owner=owner, name=" ".join((name or "").split()), description=(description or "").strip())
     # full_clean checks the (owner, name) constraint too, so the error is a form-friendly ValidationError.
@@ -32,7 +32,7 @@ def collection_create(*, owner: AbstractBaseUser, name: str, description: str = 
     return collection
 
 
-def collection_get_or_create(*, owner: AbstractBaseUser, name: str) -> tuple[Collection, bool]:
+def collection_get_or_create(*, owner: User, name: str) -> tuple[Collection, bool]:
     clean = " ".join((name or "").split())
     existing = Collection.objects.filter(owner=owner, name=clean).first()
     if existing is not None:

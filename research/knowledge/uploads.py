@@ -45,7 +45,7 @@ class KBUploadLimitHandler(FileUploadHandler):
         input_data: Any,
         META: dict[str, Any],  # Django's parameter name
         content_length: int,
-        boundary: bytes,
+        boundary: bytes,  # type: ignore[override]  # Django passes bytes; the stubs say str
         encoding: str | None = None,
     ) -> tuple[QueryDict, MultiValueDict] | None:
         if content_length > self.request_limit:

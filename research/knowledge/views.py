@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
@@ -26,13 +27,19 @@ from research.knowledge.uploads import MAX_FILES_PER_UPLOAD, KBUploadLimitHandle
 DOCUMENT_TEXT_PREVIEW_CHARS = 200_000
 
 
+def _user(request: HttpRequest) -> User:
+    """The signed-in user (every view here is behind login_required)."""
+    assert isinstance(request.user, User)
+    return request.user
+
+
 @login_required
 def collection_list(request: HttpRequest) -> HttpResponse:
     form = CollectionForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             collection = services.collection_create(
-                owner=request.user,
+                owner=_user(request),
                 name=form.cleaned_data["name"],
                 description=form.cleaned_data["description"],
             )
@@ -144,7 +151,7 @@ def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLi
         if not handler.too_large:
             for errors in form.errors.values():
                 for error in errors:
-                    messages.error(request, error)
+                    messages.error(request, str(error))
         return redirect(collection_detail_url(collection.pk))
     files = form.cleaned_data["files"]
     if len(files) > MAX_FILES_PER_UPLOAD:

@@ -343,7 +343,8 @@ def markdown_title(md: str, default: str = "") -> str:
 def markdown_sections(md: str) -> list[Section]:
     """Split Markdown at headings (outside code fences). Text before the first heading is level 0."""
     sections: list[Section] = []
-    level, title, body = 0, "", []
+    level, title = 0, ""
+    body: list[str] = []
     for line, fenced in _iter_lines_outside_fences(md):
         match = None if fenced else _HEADING_RE.match(line)
         if match:

@@ -350,7 +350,9 @@ class DeckBuilder:
     @staticmethod
     def _notes(slide: PptxSlide, notes: str) -> None:
         if notes.strip():
-            slide.notes_slide.notes_text_frame.text = notes.strip()
+            frame = slide.notes_slide.notes_text_frame
+            if frame is not None:
+                frame.text = notes.strip()
 
     def title_slide(self, subtitle: str, notes: str) -> None:
         slide = self.prs.slides.add_slide(self.prs.slide_layouts[0])
@@ -405,7 +407,8 @@ class DeckBuilder:
                            for t in row))) + 2 * MARGIN_Y + Emu(Pt(2))
                 for i, row in enumerate(rows)
             ]  # fmt: skip
-        shape = slide.shapes.add_table(len(rows), n_cols, self.left, self.content_top, col_w * n_cols, sum(heights))
+        shape = slide.shapes.add_table(len(rows), n_cols, Emu(self.left), Emu(self.content_top), Emu(col_w * n_cols),
+                                       Emu(sum(heights)))
         shape.name = "Table"
         table = shape.table
         for c in range(n_cols):
@@ -436,7 +439,7 @@ class DeckBuilder:
         scale = min(self.content_w / px_w, self.content_h / px_h)
         width, height = int(px_w * scale), int(px_h * scale)
         left = int((SLIDE_W - width) / 2)
-        slide.shapes.add_picture(str(path), left, self.content_top, width, height)
+        slide.shapes.add_picture(str(path), Emu(left), Emu(self.content_top), Emu(width), Emu(height))
         self._notes(slide, notes)
 
 

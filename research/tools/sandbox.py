@@ -231,7 +231,7 @@ def _command(bwrap: str, workdir: str, code_file: str, uid: int | None, limits: 
     cmd = [bwrap, *_base_args(as_root), *py_args]
     cmd += ["--bind", workdir, WORKDIR, "--perms", "0755", "--dir", "/code", "--ro-bind", code_file, CODE_PATH]
     cmd += ["--chdir", WORKDIR, *_env_args(python)]
-    cmd += _drop_privileges_args(uid) if as_root else ["--"]
+    cmd += _drop_privileges_args(uid) if uid is not None else ["--"]
     # -E: ignore PYTHON* variables, -s: no user site, -u: unbuffered so output
     # written before a kill is not lost.
     return cmd + _limit_args(limits, cpu_s) + [python, "-E", "-s", "-u", CODE_PATH]

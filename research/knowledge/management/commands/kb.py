@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import Http404
@@ -19,7 +19,7 @@ from research.knowledge import selectors, services
 from research.knowledge.extract import DocumentRejected, check_size
 
 
-def resolve_user(username: str | None) -> AbstractBaseUser:
+def resolve_user(username: str | None) -> User:
     """--user, else the first superuser, else "admin", else the only user."""
     users = get_user_model()._default_manager
     if username:
@@ -71,7 +71,7 @@ class Command(BaseCommand):
         else:
             self._search(user, options["name"], options["query"], options["limit"])
 
-    def _add(self, user: AbstractBaseUser, name: str, paths: list[str]) -> None:
+    def _add(self, user: User, name: str, paths: list[str]) -> None:
         try:
             collection, created = services.collection_get_or_create(owner=user, name=name)
         except ValidationError as exc:
@@ -102,16 +102,16 @@ class Command(BaseCommand):
         if rejected:
             raise CommandError(f"{rejected} of {len(paths)} file(s) rejected")
 
-    def _list(self, user: AbstractBaseUser) -> None:
+    def _list(self, user: User) -> None:
         collections = selectors.collection_list_for_user(user=user)
         if not collections:
             self.stdout.write(f"{user} has no knowledge bases")
         for collection in collections:
-            self.stdout.write(f"{collection.name}\t{collection.document_count} document(s)")
+            self.stdout.write(f"{collection.name}\t{getattr(collection, 'document_count', '?')} document(s)")
             for doc in selectors.document_list(collection=collection):
                 self.stdout.write(f"  {doc.kb_url}\t{doc.filename}\t{doc.title}\t{doc.chunk_count} chunks")
 
-    def _search(self, user: AbstractBaseUser, name: str, query: str, limit: int) -> None:
+    def _search(self, user: User, name: str, query: str, limit: int) -> None:
         try:
             collection = selectors.collection_get_by_name(user=user, name=name)
         except Http404:
