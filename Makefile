@@ -33,6 +33,7 @@ worker: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy research
 
 check-deploy: setup
 	DEBUG=0 SECURE_PRODUCTION=1 SECRET_KEY=ci-$$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
@@ -41,6 +42,7 @@ check-deploy: setup
 test: setup
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy research
 	$(MAKE) --no-print-directory check-deploy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 

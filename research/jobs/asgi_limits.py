@@ -25,7 +25,7 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]  # Django's handler types its arguments narrower
 
 KB_UPLOAD_PATH = re.compile(r"^/kb/\d+/upload/?$")
 KB_SLACK_BYTES = 64 * 1024

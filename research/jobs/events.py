@@ -52,5 +52,5 @@ def event_publish(*, job_id: int, message: dict[str, Any]) -> None:
         return
     try:
         async_to_sync(layer.group_send)(group_name(job_id), {"type": "job.event", "event": message})
-    except Exception:  # the event is stored; live delivery is an optimisation
-        logger.warning("could not publish event %s of job %s", message.get("seq"), job_id, exc_info=True)
+    except Exception as exc:  # the event is stored; live delivery is an optimisation
+        logger.warning("could not publish event %s of job %s: %s", message.get("seq"), job_id, exc)

@@ -12,6 +12,7 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -315,7 +316,7 @@ def _stage_report(job: ResearchJob) -> None:
             job_set_status(job=job, status=JobStatus.DONE)
 
 
-_STAGES = {
+_STAGES: dict[str, Callable[[ResearchJob], None]] = {
     JobStatus.QUEUED: _stage_coordinate,
     JobStatus.COORDINATING: _stage_coordinate,
     JobStatus.INVESTIGATING: _stage_investigate,

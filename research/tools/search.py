@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
+from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.types import SearchHit
 
@@ -226,6 +227,8 @@ def web_search(
         except httpx.TimeoutException:
             failed(name, f"timed out after {timeout:g} s")
             continue
+        except SoftTimeLimitExceeded:  # the task's time is up: stop, don't try the next provider
+            raise
         except Exception as exc:  # any provider bug or network error must not end the search
             failed(name, f"{type(exc).__name__}: {exc}".strip())
             continue

@@ -171,5 +171,11 @@
   }
 
   window.__jobStream = {lastSeq: function () { return lastSeq; }, drop: function () { if (socket) socket.close(); }};
+  // Re-subscribe now and then: replays anything a lost live message or a Redis restart skipped.
+  setInterval(function () {
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify({type: "subscribe", after: lastSeq}));
+    }
+  }, 15000);
   connect();
 })();

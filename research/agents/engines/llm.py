@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from billiard.exceptions import SoftTimeLimitExceeded
 from pydantic import BaseModel, Field
 
 from research.agents.graph import normalize_plan
@@ -565,7 +566,7 @@ class _ResearchRun:
                 return self._kb(args)
             if name in self.mcp:
                 return self._mcp(self.mcp[name], args)
-        except (JobCancelled, BudgetExceeded):
+        except (JobCancelled, BudgetExceeded, SoftTimeLimitExceeded):  # the step must stop now
             raise
         except ToolError as exc:
             self.tool_errors += 1

@@ -1,0 +1,110 @@
+"""Security headers on every kind of response, CSRF on every POST, and the job-creation rate limit."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from research.jobs import services
+from research.jobs.models import Artifact, ResearchJob
+
+pytestmark = pytest.mark.django_db
+
+
+def _patterns(resolver: URLResolver, prefix: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            if str(entry.pattern).startswith("admin/"):
+                continue  # the admin's many model URLs; its login form is checked below
+            ns = f"{entry.namespace}:" if entry.namespace else ""
+            out += [(prefix + str(entry.pattern) + route, ns + name) for route, name in _patterns(entry)]
+        elif isinstance(entry, URLPattern):
+            out.append((str(entry.pattern), entry.name or ""))
+    return out
+
+
+# Every URL in the URLconf, public ones included (a login or sign-up form without CSRF is a login-CSRF hole).
+URLS = [*_patterns(get_resolver()), ("admin/login/", "admin:login")]
+
+
+@pytest.fixture
+def owned(alice, monkeypatch) -> dict[str, object]:
+    from research.knowledge import services as kb_services
+
+    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    job = services.job_create(user=alice, question="What is the state of heat pumps?", options={})
+    Artifact.objects.create(job=job, kind="md", name="report.md", file=f"jobs/{job.pk}/report.md", size=1,
+                            sha256="0" * 64)
+    collection = kb_services.collection_create(owner=alice, name="notes")
+    document = kb_services.document_add(collection=collection, filename="a.txt",
+                                        data=b"Heat pumps move heat instead of making it.")
+    return {"job_id": job.pk, "number": 1, "name": "report.md", "collection_id": collection.pk,
+            "document_id": document.pk, "pk": job.pk}
+
+
+def _fill(route: str, objects: dict[str, object]) -> str:
+    return "/" + re.sub(r"<([^>]+)>", lambda m: str(objects.get(m.group(1).split(":")[-1], 1)), route)
+
+
+def test_every_url_is_covered():
+    names = {name for _route, name in URLS}
+    assert {"login", "logout", "signup", "job_new", "job_plan", "job_cancel", "job_delete", "job_report_edit",
+            "knowledge:document_upload", "set_language", "admin:login"} <= names
+
+
+@pytest.mark.parametrize(("route", "name"), URLS, ids=[n for _r, n in URLS])
+def test_post_without_csrf_token_is_refused(alice, owned, route, name):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    url = _fill(route, owned)
+    response = client.post(url, {"question": "x?", "op": "accept", "kind": "pdf", "markdown": "# x"})
+    assert response.status_code == 403, (name, response.status_code)
+
+    client.get("/accounts/login/")  # sets the CSRF cookie
+    token = client.cookies["csrftoken"].value
+    response = client.post(url, {"question": "x?", "op": "accept", "kind": "pdf", "markdown": "# x"},
+                           HTTP_X_CSRFTOKEN=token)
+    assert response.status_code != 403, (name, "refused even with a token")
+
+
+def _assert_security_headers(response) -> None:
+    csp = response["Content-Security-Policy"]
+    directives = dict(part.strip().split(" ", 1) for part in csp.split(";") if part.strip())
+    assert directives["default-src"] == "'self'"
+    assert "unsafe-inline" not in directives["script-src"] and "unsafe-eval" not in directives["script-src"]
+    assert directives["object-src"] == "'none'" and directives["frame-ancestors"] == "'none'"
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Referrer-Policy"] == "same-origin"
+
+
+def test_security_headers_on_pages_errors_and_downloads(alice_client, owned, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    (tmp_path / "jobs" / str(owned["job_id"])).mkdir(parents=True)
+    (tmp_path / "jobs" / str(owned["job_id"]) / "report.md").write_text("# Report\n")
+    job = owned["job_id"]
+    for url in ("/", "/jobs/new/", f"/jobs/{job}/", f"/jobs/{job}/events/", "/kb/", "/jobs/999999/",
+                f"/jobs/{job}/files/report.md"):
+        response = alice_client.get(url)
+        assert response.status_code in (200, 404), (url, response.status_code)
+        _assert_security_headers(response)
+    _assert_security_headers(Client().get("/accounts/login/"))
+
+
+def test_job_creation_is_rate_limited_per_user_with_429(alice_client, alice, bob, settings, monkeypatch):
+    settings.JOB_CREATE_RATE = "2/h"
+    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    form = {"question": "How do heat pumps work?", "style": "academic", "locale": "auto", "max_steps": 3,
+            "engine": "offline", "web": "on"}
+    assert [alice_client.post("/jobs/new/", form).status_code for _ in range(2)] == [302, 302]
+    refused = alice_client.post("/jobs/new/", form)
+    assert refused.status_code == 429
+    assert b"2 jobs per 60 minutes" in refused.content
+    assert ResearchJob.objects.filter(owner=alice).count() == 2
+    other = Client()
+    other.force_login(bob)  # the limit is per user
+    assert other.post("/jobs/new/", form).status_code == 302
