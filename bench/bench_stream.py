@@ -38,9 +38,10 @@ def _accept_plans(job_ids: list[int]) -> None:
 async def _watch(url: str, origin: str, cookie: str, after: int, subscribed: asyncio.Event, ready: list[int],
                  total: int, timeout: float) -> list[tuple[float, dict[str, Any]]]:
     import websockets
+    from websockets.typing import Origin
 
     got: list[tuple[float, dict[str, Any]]] = []
-    async with websockets.connect(url, origin=origin, additional_headers={"Cookie": f"sessionid={cookie}"},
+    async with websockets.connect(url, origin=Origin(origin), additional_headers={"Cookie": f"sessionid={cookie}"},
                                   max_size=2**24) as ws:
         await ws.send(json.dumps({"type": "subscribe", "after": after}))
         ready.append(1)
@@ -57,11 +58,15 @@ async def _watch(url: str, origin: str, cookie: str, after: int, subscribed: asy
 
 
 def run(stack: Stack, *, jobs: int = 20, steps: int = 3, ttft: float = 0.5, tokens_per_s: float = 50.0,
-        workers: int = 2, concurrency: int = 12, timeout: float = 600) -> dict[str, Any]:
+        workers: int = 2, concurrency: int = 12, warm: bool = True, timeout: float = 600,
+        raw: list[tuple[int, int, str, float, float]] | None = None) -> dict[str, Any]:
+    """`raw`, when given, receives (job, seq, type, emitted, received) for every live message."""
     from research.jobs.models import ResearchJob
 
     stack.ensure_workers(count=workers, concurrency=concurrency)
     asgi = stack.ensure_asgi()
+    if warm:  # long-running workers have imported and initialised everything; a fresh one has not
+        stack.warm_up(steps=6, jobs=max(1, workers * concurrency // 6))
     stack.set_latency(ttft=ttft, tokens_per_s=tokens_per_s)
     cookie = stack.session_cookie()
     ids = [stack.create_job(QUESTIONS[i % len(QUESTIONS)], max_steps=steps, auto_accept=False) for i in range(jobs)]
@@ -93,6 +98,8 @@ def run(stack: Stack, *, jobs: int = 20, steps: int = 3, ttft: float = 0.5, toke
         for received, message in messages:
             ms = (received - float(message["ts"])) * 1000.0
             latencies.append(ms)
+            if raw is not None:
+                raw.append((pk, int(message["seq"]), str(message["type"]), float(message["ts"]), received))
             by_type.setdefault(message["type"], []).append(ms)
     counts = Counter({k: len(v) for k, v in by_type.items()})
     return {

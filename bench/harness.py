@@ -83,13 +83,20 @@ def machine() -> dict[str, Any]:
 
 @dataclass
 class RssSampler:
-    """Samples the resident memory of worker process trees (parent + pool children) in a thread."""
+    """Samples the resident memory of worker process trees (parent + pool children) in a thread.
+
+    RSS sums count pages the forked pool children share with their parent once per process; every
+    `pss_every`-th sample also reads PSS (shared pages divided among their users), which does not.
+    """
 
     pids: list[int]
     interval: float = 0.2
-    peak_tree_mb: float = 0.0  # the largest single worker (all its processes)
-    peak_total_mb: float = 0.0  # all workers together
-    peak_process_mb: float = 0.0  # the largest single process
+    pss_every: int = 10
+    peak_tree_mb: float = 0.0  # the largest single worker (all its processes), RSS
+    peak_total_mb: float = 0.0  # all workers together, RSS
+    peak_process_mb: float = 0.0  # the largest single process, RSS
+    peak_tree_pss_mb: float = 0.0  # the largest single worker, PSS
+    _samples: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -112,21 +119,26 @@ class RssSampler:
         import psutil
 
         total = 0.0
+        self._samples += 1
+        with_pss = self._samples % self.pss_every == 1
         for pid in self.pids:
             try:
                 root = psutil.Process(pid)
                 procs = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 continue
-            tree = 0.0
+            tree = pss = 0.0
             for proc in procs:
                 try:
                     rss = proc.memory_info().rss / 2**20
-                except psutil.NoSuchProcess:
+                    if with_pss:
+                        pss += getattr(proc.memory_full_info(), "pss", 0) / 2**20
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
                 tree += rss
                 self.peak_process_mb = max(self.peak_process_mb, rss)
             self.peak_tree_mb = max(self.peak_tree_mb, tree)
+            self.peak_tree_pss_mb = max(self.peak_tree_pss_mb, pss)
             total += tree
         self.peak_total_mb = max(self.peak_total_mb, total)
 
@@ -141,6 +153,7 @@ class Stack:
         self.model: subprocess.Popen[str] | None = None
         self.workers: list[Any] = []  # tests.support.procs.WorkerProcess
         self.worker_config: tuple[int, int] | None = None
+        self._generation = 0
         self.asgi: Any = None  # tests.support.procs.AsgiServer
         self.llm_url = ""
         self.site_url = ""
@@ -223,7 +236,7 @@ class Stack:
             from django.db import connections
 
             connections.close_all()
-        except Exception:  # noqa: BLE001  (Django may not be set up when start() failed early)
+        except Exception:
             pass
         if self.keep:
             self.log(f"kept {self.dir}")
@@ -257,8 +270,9 @@ class Stack:
 
         self.stop_workers()
         started = time.monotonic()
-        self.workers = [WorkerProcess(dict(os.environ), concurrency=concurrency, beat=i == 0, name=f"bench{i + 1}")
-                        for i in range(count)]
+        self._generation += 1  # fresh names: a worker's log is found by name, and "ready." must be its own
+        self.workers = [WorkerProcess(dict(os.environ), concurrency=concurrency, beat=i == 0,
+                                      name=f"bench{self._generation}-{i + 1}") for i in range(count)]
         for worker in self.workers:
             worker.start(wait=False)
         for worker in self.workers:

@@ -45,10 +45,11 @@ class JobEventsConsumer(AsyncJsonWebsocketConsumer):
             # We joined the group before replaying, so nothing published later is missed, and every
             # event published earlier was committed first, so the replay holds it. Anything at or
             # below last_seq is dropped as a duplicate.
+            if self.last_seq is not None:
+                # A periodic re-subscribe: re-join too, which heals a group membership lost when Redis
+                # restarted without its data (the first subscribe follows the join in connect()).
+                await self.channel_layer.group_add(group_name(self.job_id), self.channel_name)
             self.last_seq = after
-            # Re-join on every subscribe: clients re-subscribe periodically, which also heals a group
-            # membership lost when Redis restarted without its data.
-            await self.channel_layer.group_add(group_name(self.job_id), self.channel_name)
             await self._catch_up(upto=None)
 
     async def job_event(self, event: dict[str, Any]) -> None:

@@ -5,10 +5,13 @@ Nothing else in the project calls group_send (DESIGN §5).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
@@ -45,12 +48,37 @@ def event_emit(*, job_id: int, type: str, payload: dict[str, Any] | None = None)
     return event
 
 
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_pid = 0
+
+
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    """One long-lived event loop per process for publishing, so Redis connections are reused.
+
+    async_to_sync would start a loop, a thread and a Redis connection for every event; a prefork
+    worker child gets its own loop on first use (the pid check covers fork).
+    """
+    global _loop, _loop_pid
+    with _loop_lock:
+        if _loop is None or _loop_pid != os.getpid() or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
+            _loop, _loop_pid = loop, os.getpid()
+        return _loop
+
+
 def event_publish(*, job_id: int, message: dict[str, Any]) -> None:
     """Best effort: a client that misses a live message gets it from the store on its next gap check."""
     layer = get_channel_layer()
     if layer is None:
         return
+    group, payload = group_name(job_id), {"type": "job.event", "event": message}
     try:
-        async_to_sync(layer.group_send)(group_name(job_id), {"type": "job.event", "event": message})
+        if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
+            # Called from a sync view inside the ASGI server: send on the server's own loop.
+            async_to_sync(layer.group_send)(group, payload)
+        else:
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, payload), _publisher_loop()).result(timeout=5)
     except Exception as exc:  # the event is stored; live delivery is an optimisation
         logger.warning("could not publish event %s of job %s: %s", message.get("seq"), job_id, exc)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from research.llm.profiles import Profile, get_profile
 from research.llm.tokens import estimate_tokens, truncate_middle
+from research.tls import tls_context
 
 log = logging.getLogger(__name__)
 
@@ -537,6 +538,7 @@ class LLMClient:
             headers=headers,
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            verify=tls_context(),
             # Proxy variables from the environment are for the outside world; a local model
             # server must be reached directly (hosted APIs behind a proxy still honour them).
             trust_env=not is_local_url(self.base_url),

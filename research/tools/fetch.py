@@ -31,6 +31,8 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from research.tls import tls_context
+
 USER_AGENT = "Mozilla/5.0 (compatible; DeepResearchBot/0.1; +https://github.com/deep-research)"
 DEFAULT_TIMEOUT_S = 20.0
 DEFAULT_MAX_BYTES = 5_000_000
@@ -209,7 +211,7 @@ def fetch_url(
     deadline = time.monotonic() + timeout
     current = url
     # trust_env=False: an HTTP(S)_PROXY would resolve names itself and undo the pinning.
-    with httpx.Client(trust_env=False, follow_redirects=False, verify=True) as client:
+    with httpx.Client(trust_env=False, follow_redirects=False, verify=tls_context()) as client:
         for _hop in range(max_redirects + 1):
             target = check_url(current)
             addrs = resolve_checked(target.host, target.port, allow_loopback=allow_loopback)

@@ -23,6 +23,7 @@ import httpx
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.types import SearchHit
+from research.tls import tls_context
 
 KNOWLEDGE = "knowledge"
 DEFAULT_PROVIDER_TIMEOUT_S = 15.0
@@ -83,6 +84,7 @@ def searxng_search(query: str, max_results: int, opts: ProviderOptions) -> list[
         params={"q": query, "format": "json"},
         timeout=opts.timeout,
         headers={"Accept": "application/json"},
+        verify=tls_context(),
     )
     resp.raise_for_status()
     data = resp.json()
@@ -121,6 +123,7 @@ def tavily_search(query: str, max_results: int, opts: ProviderOptions) -> list[S
         json={"query": query, "max_results": max_results, "search_depth": "basic"},
         headers={"Authorization": f"Bearer {opts.tavily_api_key}"},
         timeout=opts.timeout,
+        verify=tls_context(),
     )
     resp.raise_for_status()
     return [

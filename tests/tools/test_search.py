@@ -251,7 +251,7 @@ def test_searxng_http_error_is_reported(test_site):
 
 
 def test_searxng_skips_non_http_urls(monkeypatch):
-    def fake_get(url, params, timeout, headers):
+    def fake_get(url, params, timeout, headers, **_):
         return httpx.Response(
             200,
             json={"results": [{"title": "ok", "url": "https://ok.example/"}, {"title": "x", "url": "file:///etc/passwd"}]},

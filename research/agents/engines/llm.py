@@ -456,12 +456,14 @@ def _call_mcp(tool: OfferedMcpTool, arguments: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _plan_outline(plan: Plan) -> str:
+def _plan_outline(plan: Plan, *, descriptions: bool = True) -> str:
+    # Steps see the other steps by title only (their own description comes in the step block):
+    # descriptions of every step on every turn made prompt tokens grow with steps squared.
     lines = [f"## Plan: {plan.title}"]
     for index, step in enumerate(plan.steps, start=1):
         deps = f" (uses {', '.join(step.depends_on)})" if step.depends_on else ""
         lines.append(f"{index}. [{step.id}] ({step.step_type}) {step.title}{deps}")
-        if step.description:
+        if descriptions and step.description:
             lines.append(f"   {step.description}")
     return "\n".join(lines)
 
@@ -749,7 +751,7 @@ class LLMEngine:
             for part in (
                 f"## Question\n{ctx.question.strip()}",
                 f"## Locale\n{locale}",
-                _plan_outline(plan),
+                _plan_outline(plan, descriptions=False),
                 _prior_block(llm, prior, window // 4),
                 _step_block(step),
                 f"## Tools\nAvailable: {', '.join(run.tool_names())}. "
@@ -889,7 +891,7 @@ class LLMEngine:
             for part in (
                 f"## Question\n{ctx.question.strip()}",
                 f"## Locale\n{locale}",
-                _plan_outline(plan),
+                _plan_outline(plan, descriptions=False),
                 _prior_block(llm, prior, window // 3),
                 _step_block(step),
                 "Write the complete Python program for this step now.",

@@ -1,0 +1,71 @@
+"""Tokens per job against the number of steps: should grow linearly, not quadratically.
+
+Jobs of 3, 6 and 12 independent research steps run against the model double (its tokenizer is
+4 characters per token, the same for every run). A job's tokens are ResearchJob.prompt_tokens
+and completion_tokens (the sum over its LLMCall rows). Linearity check: the marginal cost of a
+step from 6 → 12 steps against 3 → 6 (1.0 = perfectly linear; a quadratic term makes it grow
+with the number of steps; "linear" means ≤ 1.10), the growth exponent log(T12 / T3) / log 4 (≤ 1
+for linear plus a fixed part, 2 for quadratic), and the exact fit T(n) = a + b·n + c·n² through
+the three points with the share of the c·n² term at 12 steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from bench.harness import QUESTIONS, Stack
+
+
+def run(stack: Stack, *, steps: tuple[int, ...] = (3, 6, 12), concurrency: int = 8) -> dict[str, Any]:
+    from research.jobs.models import LLMCall, ResearchJob
+
+    if stack.worker_config is None:
+        stack.ensure_workers(count=1, concurrency=concurrency)
+    stack.set_latency(ttft=0.0, tokens_per_s=0.0)  # token counts do not depend on latency
+    ids = {n: stack.create_job(QUESTIONS[0], max_steps=n) for n in steps}
+    stack.wait_jobs(list(ids.values()), timeout=600)
+    stack.require_done(list(ids.values()))
+    rows: list[dict[str, Any]] = []
+    for n, job_id in ids.items():
+        job = ResearchJob.objects.get(pk=job_id)
+        by_agent: dict[str, int] = defaultdict(int)
+        for agent, prompt, completion in LLMCall.objects.filter(job_id=job_id).values_list(
+                "agent", "prompt_tokens", "completion_tokens"):
+            by_agent[agent] += prompt + completion
+        total = job.prompt_tokens + job.completion_tokens
+        rows.append({"steps": n, "prompt_tokens": job.prompt_tokens, "completion_tokens": job.completion_tokens,
+                     "total_tokens": total, "tokens_per_step": round(total / n, 1),
+                     "llm_calls": LLMCall.objects.filter(job_id=job_id).count(),
+                     "by_agent": dict(sorted(by_agent.items()))})
+    out: dict[str, Any] = {"runs": rows}
+    totals = {r["steps"]: r["total_tokens"] for r in rows}
+    if {3, 6, 12} <= set(totals):
+        low = (totals[6] - totals[3]) / 3
+        high = (totals[12] - totals[6]) / 6
+        out["marginal_per_step_3_6"] = round(low, 1)
+        out["marginal_per_step_6_12"] = round(high, 1)
+        out["marginal_ratio"] = round(high / low, 3) if low else 0.0
+        out["growth_exponent"] = round(math.log(totals[12] / totals[3]) / math.log(4), 3)
+        # T(n) = a + b·n + c·n² through the three points; c·n² is the part that grows quadratically.
+        c = ((totals[12] - totals[6]) / 6 - (totals[6] - totals[3]) / 3) / 9
+        b = (totals[6] - totals[3]) / 3 - 9 * c
+        out["fit"] = {"a": round(totals[3] - 3 * b - 9 * c, 1), "b_per_step": round(b, 1), "c_per_step2": round(c, 2)}
+        out["quadratic_share_at_12"] = round(c * 144 / totals[12], 3)
+        out["linear"] = bool(low and high / low <= 1.10)
+    return out
+
+
+def table(result: dict[str, Any]) -> list[tuple[str, str]]:
+    lines = [(f"{r['steps']} steps", f"{r['prompt_tokens']:,} prompt + {r['completion_tokens']:,} completion "
+                                      f"= {r['total_tokens']:,} ({r['tokens_per_step']:,.0f}/step, "
+                                      f"{r['llm_calls']} calls)") for r in result["runs"]]
+    if "marginal_ratio" in result:
+        lines.append(("growth", f"marginal/step {result['marginal_per_step_3_6']:,.0f} → "
+                                f"{result['marginal_per_step_6_12']:,.0f} (ratio {result['marginal_ratio']:.2f}), "
+                                f"exponent {result['growth_exponent']:.2f}; fit {result['fit']['b_per_step']:,.0f}·n + "
+                                f"{result['fit']['c_per_step2']:,.0f}·n² "
+                                f"(n² part {result['quadratic_share_at_12']:.0%} at 12): "
+                                f"{'linear' if result['linear'] else 'super-linear'}"))
+    return lines
