@@ -101,3 +101,20 @@ def test_pdf_without_figures_dir_drops_images(tmp_path: Path, en_report: str):
     out = render_pdf("# T\n\n![x](figures/capacity.png)\n\n![y](/etc/passwd)\n", tmp_path / "t.pdf")
     assert out.stat().st_size > 0
     assert run("pdfimages", "-list", str(out)).splitlines()[2:] == []
+
+
+@pytest.mark.parametrize("which", ["en", "zh"])
+def test_pages_render_to_images_with_ink(which: str, en_pdf: Path, zh_pdf: Path, tmp_path: Path):
+    """The visual check, automated: pdftoppm rasterises every page and no page comes out blank."""
+    from PIL import Image
+
+    pdf = en_pdf if which == "en" else zh_pdf
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(pdf), str(tmp_path / "p")], check=True, timeout=120)
+    pages = sorted(tmp_path.glob("p-*.png"))
+    assert len(pages) >= 3
+    for png in pages:
+        image = Image.open(png).convert("L")
+        width, height = image.size
+        assert 0.68 < width / height < 0.73  # A4 portrait
+        dark = sum(1 for px in image.getdata() if px < 128)
+        assert dark / (width * height) > 0.0003, f"{png.name} is blank"  # a short contents page is sparse
