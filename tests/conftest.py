@@ -112,3 +112,21 @@ def live_settings(settings, test_site, fake_llm):
     settings.SEARXNG_URL = test_site.url
     settings.LLM_BASE_URL = fake_llm.base_url
     return settings
+
+
+@pytest.fixture
+def alice_objects(alice, monkeypatch) -> dict[str, object]:
+    """One of each owned thing (job, artifact, knowledge base, document), keyed by URL parameter name."""
+    from research.jobs import services
+    from research.jobs.models import Artifact
+    from research.knowledge import services as kb_services
+
+    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    job = services.job_create(user=alice, question="What is the state of heat pumps?", options={})
+    Artifact.objects.create(job=job, kind="md", name="report.md", file=f"jobs/{job.pk}/report.md", size=1,
+                            sha256="0" * 64)
+    collection = kb_services.collection_create(owner=alice, name="notes")
+    document = kb_services.document_add(collection=collection, filename="a.txt",
+                                        data=b"Heat pumps move heat instead of making it.")
+    return {"job_id": job.pk, "number": 1, "name": "report.md", "collection_id": collection.pk,
+            "document_id": document.pk, "pk": job.pk}

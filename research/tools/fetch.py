@@ -26,12 +26,12 @@ import re
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from research.tls import tls_context
+from research.tools.config import setting
 
 USER_AGENT = "Mozilla/5.0 (compatible; DeepResearchBot/0.1; +https://github.com/deep-research)"
 DEFAULT_TIMEOUT_S = 20.0
@@ -76,15 +76,6 @@ class Page:
     status: int = 200
 
 
-def _setting(name: str, default: Any) -> Any:
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            return getattr(settings, name, default)
-    except ImportError:  # used without Django
-        pass
-    return default
 
 
 # --- address policy --------------------------------------------------------------
@@ -207,7 +198,7 @@ def fetch_url(
 ) -> Page:
     """Fetch `url` and return its readable content. Raises BlockedURL / FetchError."""
     if allow_loopback is None:
-        allow_loopback = bool(_setting("FETCH_ALLOW_LOOPBACK", False))
+        allow_loopback = bool(setting("FETCH_ALLOW_LOOPBACK", False))
     deadline = time.monotonic() + timeout
     current = url
     # trust_env=False: an HTTP(S)_PROXY would resolve names itself and undo the pinning.

@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from research.tools.config import setting
+
 DEFAULT_TIMEOUT_S = 60.0
 _T = TypeVar("_T")
 
@@ -79,20 +81,11 @@ class McpTool:
 ServersArg = list[McpServerConfig] | list[dict[str, Any]] | None
 
 
-def _setting(name: str, default: Any) -> Any:
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            return getattr(settings, name, default)
-    except ImportError:  # used without Django
-        pass
-    return default
 
 
 def mcp_servers(servers: ServersArg = None) -> list[McpServerConfig]:
     """The configured servers (settings.MCP_SERVERS unless a list is given)."""
-    raw = servers if servers is not None else (_setting("MCP_SERVERS", []) or [])
+    raw = servers if servers is not None else (setting("MCP_SERVERS", []) or [])
     out = [s if isinstance(s, McpServerConfig) else McpServerConfig.from_dict(s) for s in raw]
     names = [s.name for s in out]
     if len(names) != len(set(names)):

@@ -35,7 +35,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from research.tools.config import setting
 
 WORKDIR = "/sandbox"  # the code's cwd and HOME inside the sandbox
 CODE_PATH = "/code/main.py"
@@ -74,15 +75,6 @@ class Limits:
     return_max_files: int = 50
 
 
-def _setting(name: str, default: Any) -> Any:
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            return getattr(settings, name, default)
-    except ImportError:  # used without Django
-        pass
-    return default
 
 
 def _find_executable(name: str) -> str | None:
@@ -339,7 +331,7 @@ def run_python(
     Files it writes in the cwd (not dot-files) come back in `RunResult.files`.
     Raises SandboxUnavailable, without running anything, when isolation is missing.
     """
-    chosen = (backend or _setting("SANDBOX_BACKEND", None) or os.environ.get("SANDBOX_BACKEND") or "bwrap").lower()
+    chosen = (backend or setting("SANDBOX_BACKEND", None) or os.environ.get("SANDBOX_BACKEND") or "bwrap").lower()
     if chosen != "bwrap":
         # Only bubblewrap isolates the file system here; anything else would
         # run the code with less isolation than documented, so refuse.
@@ -351,7 +343,7 @@ def run_python(
     if not bwrap:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
     if timeout is None:
-        timeout = float(_setting("SANDBOX_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+        timeout = float(setting("SANDBOX_TIMEOUT_S", DEFAULT_TIMEOUT_S))
     return _execute(bwrap, code, files or {}, float(timeout), limits or Limits())
 
 

@@ -24,6 +24,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.types import SearchHit
 from research.tls import tls_context
+from research.tools.config import setting
 
 KNOWLEDGE = "knowledge"
 DEFAULT_PROVIDER_TIMEOUT_S = 15.0
@@ -56,15 +57,6 @@ class ProviderOptions:
 Provider = Callable[[str, int, ProviderOptions], list[SearchHit]]
 
 
-def _setting(name: str, default: Any) -> Any:
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            return getattr(settings, name, default)
-    except ImportError:  # used without Django
-        pass
-    return default
 
 
 def _http_url(url: Any) -> bool:
@@ -199,11 +191,11 @@ def web_search(
     provider answered at all (each raised, timed out or was skipped); an empty
     answer is not a failure.
     """
-    names = list(providers if providers is not None else _setting("SEARCH_PROVIDERS", ["duckduckgo"]))
+    names = list(providers if providers is not None else setting("SEARCH_PROVIDERS", ["duckduckgo"]))
     opts = ProviderOptions(
-        searxng_url=searxng_url if searxng_url is not None else str(_setting("SEARXNG_URL", "") or ""),
-        tavily_api_key=tavily_api_key if tavily_api_key is not None else str(_setting("TAVILY_API_KEY", "") or ""),
-        tavily_api_url=str(_setting("TAVILY_API_URL", TAVILY_API_URL)),
+        searxng_url=searxng_url if searxng_url is not None else str(setting("SEARXNG_URL", "") or ""),
+        tavily_api_key=tavily_api_key if tavily_api_key is not None else str(setting("TAVILY_API_KEY", "") or ""),
+        tavily_api_url=str(setting("TAVILY_API_URL", TAVILY_API_URL)),
         timeout=timeout,
     )
     failures: list[tuple[str, str]] = []

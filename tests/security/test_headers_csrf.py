@@ -2,52 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
 
 from research.jobs import services
-from research.jobs.models import Artifact, ResearchJob
+from research.jobs.models import ResearchJob
+from tests.support.urls import fill_route, url_routes
 
 pytestmark = pytest.mark.django_db
 
 
-def _patterns(resolver: URLResolver, prefix: str = "") -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for entry in resolver.url_patterns:
-        if isinstance(entry, URLResolver):
-            if str(entry.pattern).startswith("admin/"):
-                continue  # the admin's many model URLs; its login form is checked below
-            ns = f"{entry.namespace}:" if entry.namespace else ""
-            out += [(prefix + str(entry.pattern) + route, ns + name) for route, name in _patterns(entry)]
-        elif isinstance(entry, URLPattern):
-            out.append((str(entry.pattern), entry.name or ""))
-    return out
-
-
 # Every URL in the URLconf, public ones included (a login or sign-up form without CSRF is a login-CSRF hole).
-URLS = [*_patterns(get_resolver()), ("admin/login/", "admin:login")]
-
-
-@pytest.fixture
-def owned(alice, monkeypatch) -> dict[str, object]:
-    from research.knowledge import services as kb_services
-
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
-    job = services.job_create(user=alice, question="What is the state of heat pumps?", options={})
-    Artifact.objects.create(job=job, kind="md", name="report.md", file=f"jobs/{job.pk}/report.md", size=1,
-                            sha256="0" * 64)
-    collection = kb_services.collection_create(owner=alice, name="notes")
-    document = kb_services.document_add(collection=collection, filename="a.txt",
-                                        data=b"Heat pumps move heat instead of making it.")
-    return {"job_id": job.pk, "number": 1, "name": "report.md", "collection_id": collection.pk,
-            "document_id": document.pk, "pk": job.pk}
-
-
-def _fill(route: str, objects: dict[str, object]) -> str:
-    return "/" + re.sub(r"<([^>]+)>", lambda m: str(objects.get(m.group(1).split(":")[-1], 1)), route)
+URLS = [*url_routes(), ("admin/login/", "admin:login")]
 
 
 def test_every_url_is_covered():
@@ -57,10 +23,10 @@ def test_every_url_is_covered():
 
 
 @pytest.mark.parametrize(("route", "name"), URLS, ids=[n for _r, n in URLS])
-def test_post_without_csrf_token_is_refused(alice, owned, route, name):
+def test_post_without_csrf_token_is_refused(alice, alice_objects, route, name):
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
-    url = _fill(route, owned)
+    url = fill_route(route, alice_objects)
     response = client.post(url, {"question": "x?", "op": "accept", "kind": "pdf", "markdown": "# x"})
     assert response.status_code == 403, (name, response.status_code)
 
@@ -82,11 +48,11 @@ def _assert_security_headers(response) -> None:
     assert response["Referrer-Policy"] == "same-origin"
 
 
-def test_security_headers_on_pages_errors_and_downloads(alice_client, owned, settings, tmp_path):
+def test_security_headers_on_pages_errors_and_downloads(alice_client, alice_objects, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
-    (tmp_path / "jobs" / str(owned["job_id"])).mkdir(parents=True)
-    (tmp_path / "jobs" / str(owned["job_id"]) / "report.md").write_text("# Report\n")
-    job = owned["job_id"]
+    (tmp_path / "jobs" / str(alice_objects["job_id"])).mkdir(parents=True)
+    (tmp_path / "jobs" / str(alice_objects["job_id"]) / "report.md").write_text("# Report\n")
+    job = alice_objects["job_id"]
     for url in ("/", "/jobs/new/", f"/jobs/{job}/", f"/jobs/{job}/events/", "/kb/", "/jobs/999999/",
                 f"/jobs/{job}/files/report.md"):
         response = alice_client.get(url)
