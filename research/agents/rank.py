@@ -7,17 +7,18 @@ whitespace are collapsed), so a citation check can find it in the page it cites.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from research.agents.text import STOPWORDS_EN, detect_locale, is_chinese
+from research.agents.text import detect_locale, is_chinese
+from research.ir import BM25, stem, tokenize
+
+__all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
 
 _CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK = re.compile(f"[{_CJK_CHAR}]")
-_TOKEN = re.compile(f"[{_CJK_CHAR}]+|[a-z0-9]+")
 _WS = re.compile(r"\s+")
 
 _CJK_TERMINATORS = "。！？"
@@ -169,75 +170,6 @@ def split_sentences(text: str, locale: str = "en-US") -> list[str]:
 
 
 # ---------------------------------------------------------------- tokens
-
-
-def stem(word: str) -> str:
-    """A light English stemmer: plural and common verb endings only, so it never mangles names."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("ing") and len(word) > 5:
-        return word[:-3]
-    if word.endswith("ed") and len(word) > 4:
-        return word[:-2]
-    if word.endswith(("ches", "shes", "xes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased English words (stopwords dropped, lightly stemmed) and Chinese character bigrams."""
-    tokens: list[str] = []
-    for run in _TOKEN.findall(text.lower()):
-        if _CJK.match(run):
-            if len(run) == 1:
-                tokens.append(run)
-            else:
-                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-        elif run not in STOPWORDS_EN:
-            tokens.append(stem(run))
-    return tokens
-
-
-# ---------------------------------------------------------------- BM25
-
-
-class BM25:
-    """Okapi BM25 over pre-tokenized documents (the +1 idf variant, so scores are never negative)."""
-
-    def __init__(self, corpus: Sequence[Sequence[str]] = (), *, k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1 = k1
-        self.b = b
-        self.fit(corpus)
-
-    def fit(self, corpus: Sequence[Sequence[str]]) -> BM25:
-        self.term_freqs: list[Counter[str]] = [Counter(doc) for doc in corpus]
-        self.lengths: list[int] = [len(doc) for doc in corpus]
-        self.avgdl: float = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
-        df: Counter[str] = Counter()
-        for tf in self.term_freqs:
-            df.update(tf.keys())
-        n = len(self.term_freqs)
-        self.idf: dict[str, float] = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
-        return self
-
-    def score(self, query_tokens: Sequence[str]) -> list[float]:
-        terms = [t for t in dict.fromkeys(query_tokens) if t in self.idf]  # each query term counts once
-        scores: list[float] = []
-        for tf, length in zip(self.term_freqs, self.lengths, strict=True):
-            norm = self.k1 * (1 - self.b + self.b * length / self.avgdl) if self.avgdl else self.k1
-            total = 0.0
-            for term in terms:
-                f = tf.get(term, 0)
-                if f:
-                    total += self.idf[term] * f * (self.k1 + 1) / (f + norm)
-            scores.append(total)
-        return scores
 
 
 # ---------------------------------------------------------------- near-duplicates

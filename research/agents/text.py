@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from research.ir import STOP_WORDS
+
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
@@ -30,20 +32,7 @@ def is_chinese(locale: str) -> bool:
 
 # Words that carry no topic on their own. Used to pull key terms out of a question and by the
 # offline engine's tokenizer; kept short on purpose so topic words are never dropped by accident.
-STOPWORDS_EN: frozenset[str] = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each either else ever few
-    for from further get gets got had has have having he her here hers herself him himself his how
-    i if in into is it its itself just let like made make many may me might more most much must my
-    myself no nor not now of off on once one only or other our ours ourselves out over own per please
-    quite rather really same shall she should so some such than that the their theirs them themselves
-    then there these they this those through thus to too under until up upon us use used using very
-    via was we were what whatever when where whether which while who whom whose why will with within
-    without would yet you your yours yourself yourselves
-    tell explain describe give know want need think look help vs versus etc
-    """.split()
-)
+STOPWORDS_EN = STOP_WORDS  # one list (research.ir) for ranking and for picking a question's key terms
 
 # Question scaffolding in Chinese ("what is", "how", "please introduce" …), longest first so that
 # "有哪些" is removed before "哪些". Single characters are only particles that rarely sit inside a

@@ -10,68 +10,19 @@ has no spaces between words, so it is indexed as overlapping character bigrams
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 
-# Han (incl. extension A and compatibility), kana and hangul.
-_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_CHAR = re.compile(f"[{_CJK_RANGES}]")
-# One pass gives either a run of CJK characters or a run of other word characters.
-_TOKEN_RUN = re.compile(f"([{_CJK_RANGES}]+)|((?:(?![{_CJK_RANGES}])\\w)+)")
+from research.ir import CJK_RANGES, tokenize
+
+__all__ = ["chunk_text", "is_mostly_cjk", "size_units", "term_frequencies", "tokenize"]
+
+_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
 # A "size unit" for chunking: one CJK character or one word in any other script.
-_SIZE_UNIT = re.compile(f"[{_CJK_RANGES}]|(?:(?![{_CJK_RANGES}])\\w)+")
+_SIZE_UNIT = re.compile(f"[{CJK_RANGES}]|(?:(?![{CJK_RANGES}])\\w)+")
 # Pieces used to hard-split an over-long sentence while keeping its spacing.
-_SPLIT_PIECE = re.compile(f"[{_CJK_RANGES}]\\s*|[^\\s{_CJK_RANGES}]+\\s*|\\s+")
+_SPLIT_PIECE = re.compile(f"[{CJK_RANGES}]\\s*|[^\\s{CJK_RANGES}]+\\s*|\\s+")
 # Sentence ends: Latin punctuation followed by space, or CJK full-width punctuation.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？；])[”’」』）]*\s*")
-
-MAX_TERM_LENGTH = 64
-
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves""".split()
-)
-
-
-def _stem(word: str) -> str:
-    """Fold simple English plurals (an S-stemmer): cheap, predictable, rarely wrong."""
-    if len(word) <= 3 or not word.isascii():
-        return word
-    if word.endswith("ies") and not word.endswith(("eies", "aies")):
-        return word[:-3] + "y"
-    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
-        # "boxes" -> "box", "churches" -> "church", but "houses" -> "house".
-        if word.endswith(("sses", "xes", "ches", "shes", "zes")):
-            return word[:-2]
-        return word[:-1]
-    if word.endswith("s") and not word.endswith(("us", "ss", "is")):
-        return word[:-1]
-    return word
-
-
-def tokenize(text: str) -> list[str]:
-    """Index terms of `text`, in order: English words (stemmed, no stop words) and CJK bigrams."""
-    terms: list[str] = []
-    normalized = unicodedata.normalize("NFKC", text).lower()
-    for match in _TOKEN_RUN.finditer(normalized):
-        cjk, word = match.group(1), match.group(2)
-        if cjk:
-            if len(cjk) == 1:
-                terms.append(cjk)
-            else:
-                terms.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
-        elif word:
-            word = word.strip("_")
-            if not word or word in STOP_WORDS or len(word) > MAX_TERM_LENGTH:
-                continue
-            terms.append(_stem(word))
-    return terms
-
 
 def term_frequencies(text: str) -> tuple[Counter[str], int]:
     """(term -> count, number of terms) for one chunk."""
