@@ -25,19 +25,25 @@ def _stop(procs: dict[str, subprocess.Popen[bytes]]) -> None:
     for name, proc in procs.items():
         if proc.poll() is None:
             print(f"[run] stopping {name}", flush=True)
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            _signal(proc, signal.SIGTERM)
     deadline = time.monotonic() + 15
     for proc in procs.values():
         try:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _signal(proc, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal the child's whole group when it leads one (worker pools), else the child itself (Redis)."""
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
+    except ProcessLookupError:
+        pass
 
 
 def worker_argv(*, name: str = "", concurrency: int | None = None, beat: bool = False) -> list[str]:
