@@ -7,6 +7,7 @@ Each unit holds a lease while it works; reap_stale_work() restarts units whose w
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -37,7 +38,6 @@ from research.jobs.models import (
     JobStep,
     OutputRender,
     OutputStatus,
-    PlanVersion,
     ResearchJob,
     StepStatus,
 )
@@ -470,13 +470,8 @@ def step_run(*, job_id: int, step_id: str) -> None:
 
 
 def _jsonable(value: Any) -> Any:
-    import json
-
-    try:
-        json.dumps(value)
-        return value
-    except TypeError:
-        return json.loads(json.dumps(value, default=str))
+    """Step notes as the JSON field will store them; anything not JSON becomes its str()."""
+    return json.loads(json.dumps(value, default=str))
 
 
 # --- outputs ----------------------------------------------------------------------------------------
@@ -632,13 +627,3 @@ def _enqueue_now(what: str, job_id: int, arg: str | None = None) -> None:
     with transaction.atomic():
         _enqueue_on_commit(what, job_id, arg)
 
-
-__all__ = [
-    "TERMINAL_STATUSES",
-    "PlanVersion",
-    "job_advance",
-    "job_schedule",
-    "output_render",
-    "reap_stale_work",
-    "step_run",
-]
