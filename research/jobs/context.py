@@ -172,7 +172,7 @@ class JobContext:
         raise ToolError(f"could not register source {url}")
 
     def run_python(self, code: str) -> CodeRun:
-        from research.jobs.pipeline import artifact_save_bytes
+        from research.jobs.artifacts import artifact_save_bytes
         from research.tools.sandbox import SandboxUnavailable, run_python
 
         self.emit("step.activity", {"kind": "code", "lines": code.count("\n") + 1})
