@@ -104,6 +104,16 @@ class CoordinatorDecision:
     answer: str = ""  # the direct answer (greeting) or the clarification question
 
 
+@dataclass(frozen=True)
+class McpToolSpec:
+    """A tool of an operator-configured MCP server, as the context lists it."""
+
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
 class JobCancelled(Exception):
     """Raised by AgentContext.check_cancelled() when the user cancelled the job."""
 
@@ -143,6 +153,10 @@ class AgentContext(Protocol):
     def sources(self) -> list[SourceRef]: ...
 
     def figures(self) -> list[str]: ...
+
+    def mcp_tools(self) -> list[McpToolSpec]: ...  # the MCP tools this job may use (cached listing)
+
+    def mcp_call(self, server: str, tool: str, arguments: dict[str, Any]) -> str: ...  # raises ToolError
 
 
 class Engine(Protocol):

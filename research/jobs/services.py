@@ -17,8 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research.agents.citations import finalize_report
 from research.agents.graph import effective_depends_on, validate_plan
-from research.agents.types import STYLES, Plan
+from research.agents.types import STYLES, Plan, SourceRef
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule
 from research.jobs.events import event_emit
@@ -278,12 +279,20 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
 
 
 def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
-    """Store the user's edited Markdown as a new version and re-render every requested output from it."""
+    """Store the user's edited Markdown as a new version and re-render every requested output from it.
+
+    The edit goes through the same citation pass as the reporter's text (research.agents.citations):
+    citations to sources the job does not have are dropped and the references list is rebuilt from
+    the source registry, so an edit cannot cite a source nobody read.
+    """
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Only a finished report can be edited."))
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    markdown = finalize_report(markdown, sources, locale=job.locale).markdown
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")
         artifact_save_bytes(job=job, kind="md", name="report.md", data=markdown.encode())

@@ -190,3 +190,16 @@ def test_delete_removes_job_and_files(alice, settings):
     job.refresh_from_db()
     services.job_delete(job=job)
     assert not ResearchJob.objects.filter(pk=job.pk).exists() and not folder.exists()
+
+
+def test_report_edit_goes_through_the_citation_pass(alice):
+    from research.jobs.models import Source
+
+    job = make_job(alice)
+    job_walk(job, JobStatus.COORDINATING, JobStatus.DONE)
+    services.report_version_create(job=job, markdown="# R\n\nOld [1].\n", author="reporter")
+    Source.objects.create(job=job, number=1, url="https://a.example/", title="A", kind="web", text="t",
+                          text_hash="0" * 64)
+    edited = "# R\r\n\r\nKept [1]. Made up [9].\r\n\r\n## Sources\r\n\r\n- x\r\n"
+    version = services.report_edit(job=job, markdown=edited)
+    assert version.markdown == "# R\n\nKept [1]. Made up.\n\n## References\n\n- [1] [A](https://a.example/)\n"
