@@ -1,6 +1,6 @@
 """Small typed state shared by the graph, the engines and the renderers.
 
-The Plan, PodcastScript and SlideOutline models are contracts (DESIGN §4, §9).
+The Plan, PodcastScript and SlideOutline models are contracts (docs/architecture.md, "Contracts").
 """
 
 from __future__ import annotations
