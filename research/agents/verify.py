@@ -129,6 +129,7 @@ def plain_text(text: str) -> str:
     for marker in _MARKERS:
         text = text.replace(marker, "")
     text = re.sub(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", "", text)
+    text = re.sub(r"^\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
     text = re.sub(r"[*_`>#]", "", text)
     return re.sub(r"\s+", " ", text).strip()
 

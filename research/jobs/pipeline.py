@@ -27,6 +27,7 @@ from research.agents.citations import finalize_report
 from research.agents.engines import get_engine
 from research.agents.graph import validate_plan
 from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
+from research.agents.verify import report_check
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
 from research.jobs.leases import lease_deadline, lease_kept
@@ -295,7 +296,11 @@ def _stage_report(job: ResearchJob) -> None:
     batcher.flush()
     if not body or not body.strip():
         raise ValueError("the reporter wrote an empty report")
-    final = finalize_report(body, ctx.sources(), locale=job.locale)
+    sources = ctx.sources()
+    final = finalize_report(body, sources, locale=job.locale)
+    # Claims against their cited passages, links to unregistered pages, gapless numbering.
+    checked = report_check(final.markdown, sources, locale=job.locale)
+    final.markdown, final.cited = checked.markdown, checked.cited
     with transaction.atomic():
         _still_wanted(job.pk)
         version = report_version_create(job=job, markdown=final.markdown, author="reporter")
@@ -303,7 +308,7 @@ def _stage_report(job: ResearchJob) -> None:
         ResearchJob.objects.filter(pk=job.pk).update(invalid_citations=final.removed)
         event_emit(job_id=job.pk, type="report.ready",
                    payload={"version": version.number, "cited": final.cited, "removed_citations": final.removed,
-                            "chars": len(final.markdown)})
+                            "chars": len(final.markdown), "check": checked.summary()})
         event_emit(job_id=job.pk, type="artifact.ready",
                    payload={"kind": "md", "name": "report.md", "size": len(final.markdown.encode())})
         kinds = list(job.renders.values_list("kind", flat=True))
