@@ -339,7 +339,7 @@ def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) ->
     shared: set[str] = set()
     for term in key_terms(question, locale):
         for token in tokenize(term):
-            if sum(token in page for page in pages) >= 0.6 * len(pages):
+            if sum(token in page for page in pages) >= 0.5 * len(pages):
                 shared.add(token)
     return shared
 
@@ -366,8 +366,8 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
         # A word or two must be there in full ("solid-state" is not "United States"), a long CJK term by half.
         share = sum(len(t) for t in terms if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t))) / total
-        weights[ref.number] = 0.05 if share < 0.34 else 0.4 + 0.6 * share
-    on_topic = any(w >= 0.7 for w in weights.values())
+        weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
+    on_topic = any(w >= 0.85 for w in weights.values())
     for rank, number in enumerate(foreign):
         weights[number] = 0.1 if on_topic else max(0.3, 1.0 - 0.15 * rank)
     return weights
@@ -546,8 +546,9 @@ class OfflineEngine:
         words = re.findall(r"[\w'’-]+", f"{step.title} {step.description}")
         facets = _step_facets(step)
         words += [w for facet in facets for w in facet.hints.split()]
-        # What the question asks for ("what limits …" asks for challenges) steers every step a little.
-        words += [w for facet in question_facets(ctx.question) if facet not in facets for w in facet.hints.split()]
+        if not facets or facets == [_FACET_BY_KEY["overview"]]:
+            # A step of no particular facet leans to what the question asks ("what limits …": challenges).
+            words += [w for facet in question_facets(ctx.question) for w in facet.hints.split()]
         # The facet's words in both languages: sources in the other language still match the facet.
         words += [w for facet in facets for w in f"{facet.query_en} {facet.query_zh}".split()]
         focus = " ".join(dict.fromkeys(w.lower() for w in words if set(tokenize(w)) - topic))
@@ -756,8 +757,7 @@ class OfflineEngine:
         findings = self._key_findings(ctx.question, sections, style)
         heading = "## 主要发现" if zh else "## Key findings"
         if findings:
-            sep = "：" if zh else ": "
-            body = "\n".join(f"- **{title}**{sep}{_cite(s['text'], s['source'], zh)}" for title, s in findings)
+            body = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for _, s in findings)
         else:
             body = (
                 "没有从来源中找到可用于回答问题的句子。"
