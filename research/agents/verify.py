@@ -74,6 +74,7 @@ class Claim:
     score: float  # best share of its terms found in a cited passage (0..1)
     supported: bool | None  # None: not checkable lexically (other script) and no judge
     passage: str = ""  # the best-matching passage
+    lexical: bool = True  # claim and source share a script, so the score means something
 
 
 @dataclass
@@ -203,14 +204,15 @@ def _numbers(text: str) -> set[str]:
 
 
 def support_score(claim: str, passage: str) -> float:
-    """Share of the claim's terms found in the passage; 0 when a number of the claim is missing."""
+    """Share of the claim's terms found in the passage, capped below the bar when a number of the
+    claim is missing from it (a wrong figure in otherwise faithful words is flagged, not removed)."""
     terms = set(tokenize(claim))
     if not terms:
         return 1.0
-    found = set(tokenize(passage))
+    share = len(terms & set(tokenize(passage))) / len(terms)
     if not _numbers(claim) <= _numbers(passage):
-        return 0.0
-    return len(terms & found) / len(terms)
+        return min(share, SUPPORTED / 2)
+    return share
 
 
 def _best_passage(claim: str, source: SourceRef) -> tuple[float, str]:
@@ -235,7 +237,7 @@ def check_claim(claim: str, sources: Sequence[SourceRef], judge: Judge | None = 
     if judge is not None and (supported is None or best_score < SUPPORTED):
         verdict = judge(claim, best_passage or texts[0].text[:2000])
         supported = verdict if verdict is not None else supported
-    return Claim(claim, numbers, round(best_score, 3), supported, best_passage)
+    return Claim(claim, numbers, round(best_score, 3), supported, best_passage, comparable)
 
 
 # ---------------------------------------------------------------- the check
@@ -340,6 +342,8 @@ def report_check(
             for start, end in line_sentences(line):
                 pieces.append(_check_sentence(line[start:end], mapping, result, order, marker, judge, remove_sure))
             new = "".join(pieces)
+            if new != line and not new[:1].isspace():
+                new = new.lstrip()
             if line.strip() and not plain_text(new):
                 continue  # the whole line was an unsupported claim (or a bullet left empty)
             lines_out.append(new.rstrip() if new.strip() else new)
@@ -399,7 +403,8 @@ def _check_sentence(
     result.claims.append(claim)
     already_marked = any(m in sentence for m in _MARKERS)
     if claim.supported is False:
-        if remove_sure and claim.score < SURE_UNSUPPORTED and len(set(tokenize(plain))) >= _MIN_TERMS_TO_REMOVE:
+        sure = claim.lexical and claim.score < SURE_UNSUPPORTED and len(set(tokenize(plain))) >= _MIN_TERMS_TO_REMOVE
+        if remove_sure and sure:
             result.removed_claims += 1
             return ""
         result.flagged += 1
@@ -412,8 +417,9 @@ def _check_sentence(
 
 
 def _add_marker(sentence: str, marker: str) -> str:
-    trail = re.search(r"\s*$", sentence)
-    end = trail.start() if trail else len(sentence)
+    """The marker right after the sentence's last citation: "… a year [1] *(unverified)*."."""
+    ends = [m.end() for m in _CITE.finditer(sentence)]
+    end = ends[-1] if ends else len(sentence.rstrip())
     return sentence[:end] + marker + sentence[end:]
 
 
