@@ -311,12 +311,19 @@ def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
+    from research.agents.verify import report_check
+    from research.jobs.context import JobContext
     from research.jobs.pipeline import artifact_save_bytes
+
+    # The reporter's checks again: unknown [n] and unregistered links go, claims are checked, refs renumbered.
+    checked = report_check(markdown, JobContext(job).sources(), locale=job.locale)
+    markdown = checked.markdown
 
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")
         artifact_save_bytes(job=job, kind="md", name="report.md", data=markdown.encode())
-        event_emit(job_id=job.pk, type="report.ready", payload={"version": version.number, "author": "user"})
+        event_emit(job_id=job.pk, type="report.ready",
+                   payload={"version": version.number, "author": "user", "check": checked.summary()})
         kinds = list(job.renders.values_list("kind", flat=True))
         if kinds:
             job.renders.update(status=OutputStatus.PENDING, error="", attempts=0)

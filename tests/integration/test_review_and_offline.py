@@ -61,7 +61,7 @@ def test_offline_chinese_question(alice, worker, live_settings):
     job = wait_for(job, {JobStatus.DONE, JobStatus.FAILED}, worker=worker)
     assert job.status == JobStatus.DONE, job.error
     report = job.report_versions.get().markdown
-    assert job.locale == "zh-CN" and "## 参考文献" in report and "## 摘要" in report
+    assert job.locale == "zh-CN" and "## 参考文献" in report and "## 主要发现" in report
     assert check_citations(report, {s.number: s.text for s in Source.objects.filter(job=job)}) == []
 
 
