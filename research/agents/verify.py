@@ -19,9 +19,13 @@ it counts as unchecked unless a `judge` (e.g. a model) is given.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import BaseModel
 
 from research.agents.citations import references_markdown
 from research.agents.text import is_chinese
@@ -65,6 +69,39 @@ _MARKERS = (_MARKER_EN.strip(), _MARKER_ZH)
 
 # (claim, passage) -> True (supported), False (not supported) or None (cannot tell).
 Judge = Callable[[str, str], "bool | None"]
+
+logger = logging.getLogger(__name__)
+
+
+class Verdict(BaseModel):
+    supported: bool
+
+
+def model_judge(llm: Any, locale: str, *, max_calls: int = 20) -> Judge:
+    """A judge backed by the model (an LLMClient): asked only for claims the lexical test could not
+    pass or could not score, at most `max_calls` times per report. A failed or unusable answer is
+    "cannot tell", so the lexical verdict stands."""
+    from research.agents.prompts import load_prompt
+
+    system = load_prompt("verifier", locale)
+    calls = 0
+
+    def judge(claim: str, passage: str) -> bool | None:
+        nonlocal calls
+        if calls >= max_calls:
+            return None
+        calls += 1
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"## Claim\n{claim}\n\n## Passage\n{passage[:3000]}"},
+        ]
+        try:
+            return bool(llm.structured(messages, Verdict, agent="verifier", max_attempts=1, max_tokens=50).supported)
+        except Exception as exc:  # the model is an optional second opinion: any failure means "cannot tell"
+            logger.info("verifier judge unavailable (%s)", exc)
+            return None
+
+    return judge
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from research.agents.citations import finalize_report
 from research.agents.engines import get_engine
 from research.agents.graph import validate_plan
 from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
-from research.agents.verify import report_check
+from research.agents.verify import model_judge, report_check
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
 from research.jobs.leases import lease_deadline, lease_kept
@@ -299,7 +299,10 @@ def _stage_report(job: ResearchJob) -> None:
     sources = ctx.sources()
     final = finalize_report(body, sources, locale=job.locale)
     # Claims against their cited passages, links to unregistered pages, gapless numbering.
-    checked = report_check(final.markdown, sources, locale=job.locale)
+    # A model second opinion on claims the lexical check cannot pass (opt-in: one call per such claim).
+    use_judge = job.engine == "llm" and os.environ.get("VERIFY_MODEL_JUDGE") == "1"
+    judge = model_judge(ctx.llm, job.locale) if use_judge else None
+    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge)
     final.markdown, final.cited = checked.markdown, checked.cited
     with transaction.atomic():
         _still_wanted(job.pk)

@@ -98,3 +98,28 @@ def test_other_script_claims_are_unchecked_without_a_judge_and_judged_with_one()
 def test_cited_sentences_keep_markers_with_their_sentence():
     md = "First claim here. [1] Second one [2]. 第三句。[3]第四句[4]。\n\n## References\n\n- [1] x\n"
     assert [n for _, n in cited_sentences(md)] == [(1,), (2,), (3,), (4,)]
+
+
+def test_model_judge_asks_the_model_and_treats_failures_as_cannot_tell():
+    import json
+
+    from research.agents.verify import model_judge
+    from research.llm.client import LLMClient
+    from tests.support.fake_llm import FakeLLM, Reply
+
+    def responder(body: dict) -> Reply:
+        system = body["messages"][0]["content"]
+        user = body["messages"][-1]["content"]
+        if not system.startswith("# Role: verifier"):
+            return Reply(content="wrong role")
+        if "broken" in user:
+            return Reply(content="not json at all")
+        return Reply(content=json.dumps({"supported": "dry rooms" in user}))
+
+    with FakeLLM(responder) as fake:
+        judge = model_judge(LLMClient(base_url=fake.base_url, model=fake.model), "zh-CN", max_calls=3)
+        assert judge("固态电池需要干燥间。", "Cells must be made in dry rooms.") is True
+        assert judge("固态电池很便宜。", "LLZO is brittle.") is False
+        assert judge("broken", "broken") is None
+        assert judge("固态电池需要干燥间。", "Cells must be made in dry rooms.") is None  # over max_calls
+        assert len(fake.requests) == 3
