@@ -346,6 +346,11 @@ def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
     return re.sub(r"[ \t]{2,}", " ", text), removed
 
 
+def _tidy(line: str) -> str:
+    """No space before punctuation left behind by a removed citation or address ("unverified .")."""
+    return re.sub(r"(?<=\S)[ \t]+(?=[.,;:!?。，；：！？](?:\s|$))", "", line)
+
+
 def report_check(
     markdown: str,
     sources: Sequence[SourceRef],
@@ -378,7 +383,7 @@ def report_check(
             pieces: list[str] = []
             for start, end in line_sentences(line):
                 pieces.append(_check_sentence(line[start:end], mapping, result, order, marker, judge, remove_sure))
-            new = "".join(pieces)
+            new = _tidy("".join(pieces))
             if new != line and not new[:1].isspace():
                 new = new.lstrip()
             if line.strip() and not plain_text(new):
