@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from research.agents.citations import references_markdown
+from research.agents.citations import CITATION, citation_numbers, references_markdown
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 from research.ir import tokenize
@@ -54,7 +54,8 @@ _MIN_TERMS_TO_REMOVE = 6
 _WINDOW = 3  # sentences per passage
 
 _FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
-_CITE = re.compile(r"(?<!!)\[(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\](?!\()")
+_CITE = CITATION  # research.agents.citations' grammar: [3], [3, 4], [3-5], [3；4]; group 2 holds the items
+_TRAILING_CITE = re.compile(r"[ \t]*\[[\d\s,，;；、\-–]+\](?!\()")
 _REF_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|参考文献|参考资料|引用)\s*$", re.I | re.M)
 _REF_LINE = re.compile(r"^\s*[-*]\s*\[(\d{1,4})\]\s*(?:\[(.*?)\]\((\S+?)\)|(.*?)\s*\((?:knowledge base|知识库)\))\s*$")
 _LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -187,7 +188,7 @@ def line_sentences(line: str) -> list[tuple[int, int]]:
             continue
         while j < n and line[j] in "\"'”’)）」":
             j += 1
-        while (cite := re.compile(r"\s*\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](?!\()").match(line, j)) is not None:
+        while (cite := _TRAILING_CITE.match(line, j)) is not None:
             j = cite.end()
         for marker in _MARKERS:
             if line.startswith(marker, j) or line.startswith(marker.strip(), j):
@@ -214,7 +215,7 @@ def cited_sentences(markdown: str) -> list[tuple[str, tuple[int, ...]]]:
         for line in part.splitlines():
             for start, end in line_sentences(line):
                 sentence = line[start:end]
-                numbers = tuple(dict.fromkeys(int(n) for g in _CITE.findall(sentence) for n in re.split(r"[,，]", g)))
+                numbers = tuple(citation_numbers(sentence))
                 if numbers:
                     out.append((plain_text(sentence), numbers))
     return out
@@ -397,7 +398,8 @@ def report_check(
     segments = _FENCE.split(body)
     for index in range(0, len(segments), 2):
         segments[index] = _CITE.sub(
-            lambda m: "".join(f"[{renumber[int(n)]}]" for n in re.split(r"\s*[,，]\s*", m.group(1))), segments[index]
+            lambda m: m.group(1) + "".join(f"[{renumber[n]}]" for n in citation_numbers(m.group(0)) if n in renumber),
+            segments[index],
         )
     body = "".join(segments)
     note = _note(result, zh)
@@ -425,14 +427,14 @@ def _check_sentence(
 
     def repl(m: re.Match[str]) -> str:
         kept: list[str] = []
-        for raw in re.split(r"\s*[,，]\s*", m.group(1)):
-            source = mapping.get(int(raw))
+        for number in citation_numbers(m.group(0)):
+            source = mapping.get(number)
             if source is None:
                 result.removed_citations += 1
                 continue
             registry.append(source.number)
-            kept.append(str(source.number))
-        return ",".join(kept) and f"[{','.join(kept)}]"
+            kept.append(f"[{source.number}]")
+        return m.group(1) + "".join(kept) if kept else ""
 
     cleaned = _CITE.sub(repl, sentence)
     cleaned = re.sub(r"[ \t]+(?=[.。!?！？,，;；:]|$)", "", cleaned) if cleaned != sentence else cleaned
