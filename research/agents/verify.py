@@ -23,6 +23,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -253,10 +254,22 @@ def support_score(claim: str, passage: str) -> float:
     return share
 
 
+@lru_cache(maxsize=64)
+def _indexed_passages(text: str) -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """(passage, its terms, its numbers) for a source text, computed once per text."""
+    return tuple((p, frozenset(tokenize(p)), frozenset(_numbers(p))) for p in _passages(text))
+
+
 def _best_passage(claim: str, source: SourceRef) -> tuple[float, str]:
+    """support_score against each passage of the source, the best one kept."""
+    terms = set(tokenize(claim))
+    numbers = _numbers(claim)
+    if not terms:
+        return 1.0, ""
     best = (0.0, "")
-    for passage in _passages(source.text):
-        score = support_score(claim, passage)
+    for passage, found, passage_numbers in _indexed_passages(source.text):
+        share = len(terms & found) / len(terms)
+        score = share if numbers <= passage_numbers else min(share, SUPPORTED / 2)
         if score > best[0]:
             best = (score, passage)
             if score >= 0.999:
