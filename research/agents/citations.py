@@ -73,3 +73,31 @@ def finalize_report(md: str, sources: list[SourceRef], *, locale: str) -> FinalR
     if listed:
         body += "\n" + references_markdown(listed, locale)
     return FinalReport(markdown=body, cited=sorted(cited), removed=removed)
+
+
+# ---- reading markers back (used by research.render.document; kept apart from finalisation above) ----
+# The same marker as `_CITE`, also with the full-width comma Chinese text uses: [3], [3, 5], [3，5].
+_MARKER = re.compile(r"(?<!!)\[(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\](?!\()")
+
+
+@dataclass(frozen=True)
+class CitationMarker:
+    start: int
+    end: int
+    numbers: tuple[int, ...]
+
+
+def find_citation_markers(text: str) -> list[CitationMarker]:
+    """Every citation marker in `text` (no code awareness: pass text outside code only)."""
+    return [
+        CitationMarker(m.start(), m.end(), tuple(int(n) for n in re.split(r"\s*[,，]\s*", m.group(1))))
+        for m in _MARKER.finditer(text)
+    ]
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The citation numbers in `text`, in order of first appearance, each once."""
+    out: list[int] = []
+    for marker in find_citation_markers(text):
+        out.extend(n for n in marker.numbers if n not in out)
+    return out
