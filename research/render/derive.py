@@ -219,8 +219,11 @@ def slide_outline(doc: ReportDocument) -> SlideOutline:
         flush()
         for index, chunk in enumerate(chunks):
             slides.append(bullet_slide([name], chunk, "" if index == 0 else _t(zh, " (cont.)", "（续）")))
-            merged_from.append(_Pending([name], list(chunk)) if index == len(chunks) - 1 and index == 0 else
-                               _Pending([name, "…"], list(chunk)))  # a continuation slide takes no merges
+            merged_from.append(
+                _Pending([name], list(chunk))
+                if index == len(chunks) - 1 and index == 0
+                else _Pending([name, "…"], list(chunk))
+            )  # a continuation slide takes no merges
         context = sentences[:2]
         if section.tables or section.figures:
             merged_from.append(_Pending(["…"] * 3, []))  # nothing joins a slide across a table or figure

@@ -55,9 +55,11 @@ class Sentence:
         if not self.citations:
             return self.text
         marks = "".join(f"[{n}]" for n in self.citations)
-        return f"{self.text}{marks}" if _CJK.search(self.text[-1:] or "") or self.text.endswith(
-            tuple(_CJK_TERMINATORS)
-        ) else f"{self.text} {marks}"
+        return (
+            f"{self.text}{marks}"
+            if _CJK.search(self.text[-1:] or "") or self.text.endswith(tuple(_CJK_TERMINATORS))
+            else f"{self.text} {marks}"
+        )
 
     @property
     def words(self) -> float:

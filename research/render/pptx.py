@@ -409,8 +409,9 @@ class DeckBuilder:
                            for t in row))) + 2 * MARGIN_Y + Emu(Pt(2))
                 for i, row in enumerate(rows)
             ]  # fmt: skip
-        shape = slide.shapes.add_table(len(rows), n_cols, Emu(self.left), Emu(self.content_top), Emu(col_w * n_cols),
-                                       Emu(sum(heights)))
+        shape = slide.shapes.add_table(
+            len(rows), n_cols, Emu(self.left), Emu(self.content_top), Emu(col_w * n_cols), Emu(sum(heights))
+        )
         shape.name = "Table"
         table = shape.table
         for c in range(n_cols):

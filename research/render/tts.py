@@ -159,7 +159,8 @@ def edge_reachable(timeout: float = 2.0) -> bool:
     return result[0]
 
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff][\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\d.%]*")
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_HAN}][\u3000-\u303f{_HAN}\uff00-\uffef\\d.%]*")
 # A run of at least three Latin words inside Chinese text is English speech ("LCOE" or "BYD" alone is not).
 _LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[\s,;:$%.\d\-]+[A-Za-z][A-Za-z'’\-]*){2,}[.!?]?")
 
