@@ -216,6 +216,18 @@ def slide_outline(doc: ReportDocument) -> SlideOutline:
                 pending.titles.append(name)
                 pending.sentences.extend(chunks[0])
             continue
+        if (
+            pending is not None
+            and len(chunks) == 1
+            and len(pending.sentences) + len(chunks[0]) <= MAX_BULLETS
+            and sum(s.words for s in pending.sentences + chunks[0]) <= SLIDE_WORDS * 1.1
+        ):  # small sections before this one share its slide
+            chunks = [pending.sentences + chunks[0]]
+            titles = pending.titles + [name]
+            pending = None
+            slides.append(bullet_slide(titles, chunks[0]))
+            merged_from.append(_Pending(titles, list(chunks[0])))
+            chunks = []
         flush()
         for index, chunk in enumerate(chunks):
             slides.append(bullet_slide([name], chunk, "" if index == 0 else _t(zh, " (cont.)", "（续）")))
@@ -455,6 +467,12 @@ def script_problems(script: PodcastScript) -> list[str]:
 
 
 def expected_slide_count(doc: ReportDocument) -> tuple[int, int]:
-    """The range of content slides the deck should have: one per 80–120 words of (deduplicated) text."""
-    words = sum(s.words for _, sentences in _dedupe(doc) for s in sentences)
-    return max(1, math.floor(words / 120)), max(1, math.ceil(words / 80))
+    """The range of bullet slides a deck should have: one per 80–120 words of (deduplicated) text.
+
+    A table or figure ends a run of text (its section's bullets never share a slide with the next
+    section's), so each section holding one may add a slide to the upper bound.
+    """
+    kept = _dedupe(doc)
+    words = sum(s.words for _, sentences in kept for s in sentences)
+    breaks = sum(1 for section, sentences in kept if sentences and (section.tables or section.figures))
+    return max(1, math.floor(words / 120)), max(1, math.ceil(words / 80)) + breaks
