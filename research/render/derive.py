@@ -311,6 +311,7 @@ def tidy_line(text: str, zh: bool) -> str:
     text = re.sub(r"。[.。]+|(?<=[\u3400-\u9fff])\.(?=\s|$)", "。", text)
     text = re.sub(r"(?<!\.)\.\.(?!\.)", ".", text)
     text = re.sub(r"([,，;；:：])[。.]", "。" if zh else ".", text)
+    text = text.rstrip(",;:，；：、 ")
     if text and text[-1] not in ".!?。！？…\"”'’)）":
         text += "。" if zh or re.search(r"[\u3400-\u9fff]$", text) else "."
     return text
