@@ -477,3 +477,17 @@ def expected_slide_count(doc: ReportDocument) -> tuple[int, int]:
     words = sum(s.words for _, sentences in kept for s in sentences)
     breaks = sum(1 for section, sentences in kept if sentences and (section.tables or section.figures))
     return max(1, math.floor(words / 120)), max(1, math.ceil(words / 80)) + breaks
+
+
+def script_from_model(script: PodcastScript | None, report_md: str, *, locale: str) -> PodcastScript:
+    """The model's script repaired for speaking, or — when there is none or too little survives — the
+    script derived from the report. Either way what reaches TTS has passed `repair_script`."""
+    import logging
+
+    doc = parse_report(report_md, locale=locale)
+    if script is not None:
+        try:
+            return repair_script(script.model_copy(update={"locale": locale}), doc)
+        except ScriptProblem as exc:
+            logging.getLogger(__name__).warning("the model's podcast script is unusable (%s); deriving it", exc)
+    return podcast_script(doc)

@@ -1110,20 +1110,17 @@ class LLMEngine:
         llm = _require_llm(ctx)
         locale = detect_locale(report_md[:4000], default=ctx.locale or "en-US")
         messages = self._render_messages(llm, "podcast", locale, report_md, ctx.figures())
+        from research.render.derive import script_from_model  # repaired before TTS, or derived from the report
+
         try:
-            script = llm.structured(messages, PodcastScript, agent="podcast")
+            script: PodcastScript | None = llm.structured(messages, PodcastScript, agent="podcast")
         except _structured_output_error() as exc:
             logger.warning("podcast script from the model failed (%s); deriving it from the report", exc)
-            from research.render.derive import podcast_script_from_markdown
-
-            return podcast_script_from_markdown(report_md, locale=locale)
-        lines = [line.model_copy(update={"text": strip_think(line.text)}) for line in script.lines]
-        lines = [line for line in lines if line.text.strip()]
-        if not lines:
-            from research.render.derive import podcast_script_from_markdown
-
-            return podcast_script_from_markdown(report_md, locale=locale)
-        return script.model_copy(update={"locale": locale, "lines": lines})
+            script = None
+        if script is not None:
+            lines = [line.model_copy(update={"text": strip_think(line.text)}) for line in script.lines]
+            script = script.model_copy(update={"lines": [line for line in lines if line.text.strip()] or lines})
+        return script_from_model(script, report_md, locale=locale)
 
     def slide_outline(self, ctx: AgentContext, report_md: str) -> SlideOutline:
         llm = _require_llm(ctx)
