@@ -393,8 +393,10 @@ def podcast_script(doc: ReportDocument, *, max_sentences: int = PODCAST_SENTENCE
             turns[-1][1] = _join([turns[-1][1], last[1]])
         for speaker, text in turns:
             say(speaker, text, name)
-    closing = _t(zh, f"That's our look at {_title_phrase(title, zh)}." if not title.endswith(("?", "？"))
-                 else "That's where the evidence stands today.", "以上就是今天的内容。")  # fmt: skip
+    if hook:  # the takeaway: the short answer again, now that the listener has heard the evidence
+        closing = _t(zh, "To sum up: ", "总结一下：") + hook[0].text
+    else:
+        closing = _t(zh, "That's where the evidence stands today.", "以上就是今天的内容。")
     host_last = lines[-1].speaker == "host"
     say("guest" if host_last else "host", closing, outro)
     say(
