@@ -220,7 +220,9 @@ def test_mixed_language_line_is_spoken_by_two_voices(tmp_path: Path):
         title="混合",
         lines=[
             PodcastLine(speaker="host", text="欢迎收听。今天看一份英文资料。", section="开场"),
-            PodcastLine(speaker="guest", text="资料说：Solar power is now the cheapest source of electricity.", section="开场"),
+            PodcastLine(
+                speaker="guest", text="资料说：Solar power is now the cheapest source of electricity.", section="开场"
+            ),
         ],
     )  # fmt: skip
     backend = RecordingTTS()
@@ -264,11 +266,12 @@ def test_whole_offline_episode_audio_and_transcript(tmp_path: Path):
 
 def test_a_model_script_is_repaired_before_it_is_spoken():
     doc = parse_report(all_reports()["offline-zh-CN"])
+    welcome = "欢迎收听！今天的问题是：中国新能源汽车的发展现状如何？。"
     bad = PodcastScript(
         locale="zh-CN",
         title="中国新能源汽车的发展现状如何？",
         lines=[
-            PodcastLine(speaker="host", text="欢迎收听！今天的问题是：中国新能源汽车的发展现状如何？。", section="开场"),
+            PodcastLine(speaker="host", text=welcome, section="开场"),
             PodcastLine(speaker="guest", text="本报告由离线引擎生成，未使用语言模型。", section="开场"),
             PodcastLine(speaker="guest", text="2023年销量达到949.5万辆[1]。", section="关键数据"),
             PodcastLine(speaker="host", text="很有意思。还有呢？", section="关键数据"),
@@ -287,4 +290,5 @@ def test_a_model_script_is_repaired_before_it_is_spoken():
     assert "比亚迪是主要出口企业。" in " ".join(texts)
     assert fixed.lines[-1].section == "关键数据"  # a line with no section stays in the chapter it follows
     with pytest.raises(ScriptProblem):
-        repair_script(PodcastScript(locale="en-US", lines=[PodcastLine(speaker="host", text="Interesting. What else?")]))
+        stock = PodcastLine(speaker="host", text="Interesting. What else?")
+        repair_script(PodcastScript(locale="en-US", lines=[stock]))
