@@ -19,7 +19,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from research.agents.citations import find_citation_markers
-from research.agents.text import detect_locale, is_chinese
+from research.agents.text import detect_locale
 from research.render.html import is_reference_heading, safe_figure_name
 
 _SENTINEL = "\ue000"  # stands in for one citation marker while sentences are split
@@ -411,7 +411,3 @@ def parse_report(md: str, *, locale: str | None = None) -> ReportDocument:
 def is_chinese_text(text: str) -> bool:
     """Chinese when CJK characters outnumber Latin words (a sentence's own language, not the report's)."""
     return len(_CJK.findall(text)) >= max(1, len(_LATIN_WORD.findall(_CJK.sub(" ", text))))
-
-
-def zh(locale: str) -> bool:
-    return is_chinese(locale)

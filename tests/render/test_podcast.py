@@ -16,6 +16,7 @@ from research.render.derive import (
     podcast_script,
     podcast_script_from_markdown,
     repair_script,
+    script_from_model,
     script_problems,
 )
 from research.render.document import parse_report
@@ -292,3 +293,22 @@ def test_a_model_script_is_repaired_before_it_is_spoken():
     with pytest.raises(ScriptProblem):
         stock = PodcastLine(speaker="host", text="Interesting. What else?")
         repair_script(PodcastScript(locale="en-US", lines=[stock]))
+
+
+def test_model_script_is_used_when_repairable_and_replaced_when_not(en_report: str):
+    model = PodcastScript(
+        locale="en-US",
+        title="Solar",
+        lines=[
+            PodcastLine(speaker="host", text="Welcome! Today: solar power [1].", section="Intro"),
+            PodcastLine(speaker="guest", text="Costs fell by roughly 90 percent since 2010.", section="Intro"),
+            PodcastLine(speaker="host", text="What about deployment?", section="Deployment"),
+            PodcastLine(speaker="guest", text="The EU added 56 gigawatts.", section="Deployment"),
+        ],
+    )
+    used = script_from_model(model, en_report, locale="en-US")
+    assert [line.text for line in used.lines][0] == "Welcome! Today: solar power."
+    junk = PodcastScript(locale="en-US", lines=[PodcastLine(speaker="host", text="Interesting. What else?")] * 5)
+    derived = script_from_model(junk, en_report, locale="en-US")
+    assert derived == podcast_script(parse_report(en_report, locale="en-US"))
+    assert script_from_model(None, en_report, locale="en-US") == derived
