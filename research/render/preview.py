@@ -1,15 +1,20 @@
 """Slide previews: PPTX → PDF with headless LibreOffice Impress → one PNG per slide with pdftoppm.
 
 Used by the tests (to look at every slide) and by the job page's slide preview. LibreOffice
-runs with a private, throw-away profile per call, so parallel renders never share a profile
-lock and nothing is left in the user's home directory.
+runs with a private profile owned by this process (created on first use, removed at exit), so
+renders in different worker processes never share a profile lock, nothing is written to the
+user's home directory, and only the first conversion pays for creating the profile (about 6 s).
+Conversions within one process are serialized: one profile serves one LibreOffice at a time.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 CONVERT_TIMEOUT_S = 180.0
@@ -28,6 +33,20 @@ def _office() -> str:
     raise PreviewError("LibreOffice (soffice) is not installed; run scripts/sysdeps.sh")
 
 
+_profile_lock = threading.Lock()
+_profiles: dict[int, Path] = {}
+
+
+def _profile_dir() -> Path:
+    """This process's LibreOffice profile (a forked worker gets its own)."""
+    pid = os.getpid()
+    if pid not in _profiles:
+        path = Path(tempfile.mkdtemp(prefix=f"lo-profile-{pid}-"))
+        _profiles[pid] = path
+        atexit.register(shutil.rmtree, path, True)
+    return _profiles[pid]
+
+
 def previews_available() -> bool:
     return shutil.which("pdftoppm") is not None and any(shutil.which(n) for n in ("soffice", "libreoffice"))
 
@@ -37,9 +56,9 @@ def pptx_to_pdf(pptx_path: Path, out_dir: Path) -> Path:
     pptx_path = Path(pptx_path).resolve()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="lo-profile-") as profile:
+    with _profile_lock:
         cmd = [
-            _office(), f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore",
+            _office(), f"-env:UserInstallation={_profile_dir().as_uri()}", "--headless", "--norestore",
             "--convert-to", "pdf", "--outdir", str(out_dir), str(pptx_path),
         ]  # fmt: skip
         try:
