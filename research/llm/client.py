@@ -622,19 +622,21 @@ class LLMClient:
                 return value, "server /api/show context_length"
         return None
 
-    def _learn_window(self, message: str) -> None:
+    def _learn_window(self, message: str) -> bool:
         """A context error that states the window (llama.cpp: "exceed context window of
         2048"; vLLM: "maximum context length is 4096") corrects a guessed window."""
         if self.context_window_source == "LLM_CONTEXT_WINDOW":
-            return
+            return False
         m = re.search(r"context window of (\d+)|maximum context length is (\d+)", message)
         if not m:
-            return
+            return False
         value = int(m.group(1) or m.group(2))
         with self._lock:
-            if value > 0 and value != self._window:
-                self._window, self.context_window_source = value, "the server's context-length error"
-                log.warning("context window of %s is %d tokens (learned from an error)", self.model, value)
+            if value <= 0 or value == self._window:
+                return False
+            self._window, self.context_window_source = value, "the server's context-length error"
+        log.warning("context window of %s is %d tokens (learned from an error)", self.model, value)
+        return True
 
     def count_tokens(self, text: str) -> int:
         """Conservative estimate (see research.llm.tokens), scaled up if the server has
@@ -870,8 +872,8 @@ class LLMClient:
             except LLMBadRequest as e:
                 if e.status not in (400, 413) or not is_context_error(str(e)) or overflow_try >= self.context_retries:
                     raise
-                self._learn_window(str(e))
-                self._calibrate(str(e), prompt_estimate)  # then shrink harder and try again
+                if not self._learn_window(str(e)):  # a wrong window, or our estimate ran low
+                    self._calibrate(str(e), prompt_estimate)  # then shrink harder and try again
                 continue
             result = self._finish(raw, tools, text_mode, prompt_estimate, started)
             self._measure(raw, result.usage.completion_tokens)

@@ -42,6 +42,9 @@ class Reply:
     finish_reason: str | None = None
     status: int = 200
     error_body: dict[str, Any] | None = None
+    # A recorded stream: these chunk objects are sent verbatim as ``data:`` events (then
+    # ``[DONE]``) to a streaming request, so tests replay a real server's exact shapes.
+    sse: list[dict[str, Any]] | None = None
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -58,6 +61,17 @@ INJECTIONS = (
     "think_leak_tags",
     "think_leak_bare",
     "context_overflow",
+    "length_mid_json",
+    "hermes_leak",
+)
+
+#: What llama-cpp-python's server answers to ``response_format: json_schema``: its request
+#: model accepts only ``text`` and ``json_object`` (+ ``schema``), and the validation error
+#: comes back as an HTTP 500 (issue 13, seen against llama-cpp-python 0.3).
+LLAMA_CPP_FORMAT_ERROR = (
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+    "  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', "
+    "input_type=str]"
 )
 
 
@@ -235,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
                             "owned_by": "vllm",
                             "root": fake.model,
                             "parent": None,
-                            "max_model_len": fake.max_model_len,
+                            **({"max_model_len": fake.max_model_len} if fake.report_window else {}),
                         }
                     ],
                 },
@@ -279,8 +293,16 @@ class FakeLLM:
         model: str = "test-model",
         max_model_len: int = 32768,
         api_key: str | None = None,
+        response_formats: tuple[str, ...] = ("json_schema", "json_object"),
+        format_error_status: int = 400,
+        report_window: bool = True,
     ) -> None:
         self.responder: Responder = responder or echo_responder
+        # Response formats this "server" supports; others are refused with
+        # ``format_error_status`` (500 as llama-cpp-python does, 400/422 as others do).
+        self.response_formats = response_formats
+        self.format_error_status = format_error_status
+        self.report_window = report_window  # False: /v1/models without max_model_len
         self.ttft = ttft
         self.tokens_per_s = tokens_per_s
         self.model = model
@@ -392,6 +414,11 @@ class FakeLLM:
         if kind == "hang":
             self._stopped.wait()
             return h.cut()
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt and fmt != "text" and fmt not in self.response_formats:
+            status = self.format_error_status
+            message = LLAMA_CPP_FORMAT_ERROR if status >= 500 else f"response_format type {fmt!r} is not supported"
+            return h.send_json(status, {"error": {"message": message, "type": "invalid_request_error"}})
         completion = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         prompt = prompt_tokens(body)
         if kind == "context_overflow":
@@ -406,6 +433,8 @@ class FakeLLM:
         if reply.status != 200:
             return h.send_json(reply.status, reply.error_body or _error(reply.status, f"HTTP {reply.status}"))
         reply = self._transform(kind, body, reply)
+        if body.get("stream") and reply.sse is not None:
+            return self._replay(h, reply.sse)
         if body.get("stream"):
             return self._stream(h, body, reply, prompt, truncated=kind == "truncated_stream")
         return self._complete(h, reply, prompt, truncated=kind == "truncated_stream")
@@ -413,6 +442,15 @@ class FakeLLM:
     def _transform(self, kind: str, body: dict[str, Any], reply: Reply) -> Reply:
         if kind == "malformed_json":
             return Reply(content='{"malformed": true, "reason": "unterminated', reasoning=reply.reasoning)
+        if kind == "length_mid_json":
+            # The token limit struck inside a JSON object: half of it, finish_reason "length".
+            text = reply.content or json.dumps({"title": "cut", "items": ["a", "b", "c"]})
+            return Reply(content=text[: max(1, len(text) // 2)], finish_reason="length")
+        if kind == "hermes_leak":
+            # A server started without a tool parser: the hermes call arrives as plain content.
+            name, args = _first_tool(body)
+            call = json.dumps({"name": name, "arguments": args})
+            return Reply(content=f"I will look this up.\n<tool_call>\n{call}\n</tool_call>")
         if kind == "unknown_tool":
             return self._tool_reply(body, "no_such_tool", {"query": "anything"})
         if kind == "endless_tool_calls":
@@ -432,6 +470,17 @@ class FakeLLM:
                 finish_reason=reply.finish_reason,
             )
         return reply
+
+    def _replay(self, h: _Handler, chunks: list[dict[str, Any]]) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        for chunk in chunks:
+            h.write_chunk(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
+            self._sleep(self.ttft if chunk is chunks[0] else 0.0)
+        h.write_chunk(b"data: [DONE]\n\n")
+        h.write_chunk(b"")
 
     @staticmethod
     def _tool_reply(body: dict[str, Any], name: str, args: dict[str, Any]) -> Reply:
