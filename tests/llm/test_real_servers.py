@@ -169,7 +169,7 @@ def test_structured_failure_is_one_readable_line(server_factory: Callable[..., F
 
 def test_a_server_traceback_becomes_one_line(server_factory: Callable[..., FakeLLM]) -> None:
     trace = (
-        "Traceback (most recent call last):\n  File \"/srv/app.py\", line 12, in create\n    run()\n"
+        'Traceback (most recent call last):\n  File "/srv/app.py", line 12, in create\n    run()\n'
         "RuntimeError: llama_decode returned -3"
     )
     fake = server_factory()
