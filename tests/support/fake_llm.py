@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -296,6 +296,7 @@ class FakeLLM:
         response_formats: tuple[str, ...] = ("json_schema", "json_object"),
         format_error_status: int = 400,
         report_window: bool = True,
+        batch_slowdown: float = 0.0,
     ) -> None:
         self.responder: Responder = responder or echo_responder
         # Response formats this "server" supports; others are refused with
@@ -303,6 +304,11 @@ class FakeLLM:
         self.response_formats = response_formats
         self.format_error_status = format_error_status
         self.report_window = report_window  # False: /v1/models without max_model_len
+        # Batching model: with n requests decoding at once each gets
+        # tokens_per_s / (1 + batch_slowdown * (n - 1)), as on a GPU serving a batch
+        # (aggregate throughput still grows, per-request speed falls). 0 = independent.
+        self.batch_slowdown = batch_slowdown
+        self._active = 0
         self.ttft = ttft
         self.tokens_per_s = tokens_per_s
         self.model = model
@@ -400,6 +406,24 @@ class FakeLLM:
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
             self._stopped.wait(seconds)
+
+    def _pace(self) -> float:
+        """Seconds per token for one request now, under the batching model."""
+        if self.tokens_per_s <= 0:
+            return 0.0
+        with self._lock:
+            n = max(1, self._active)
+        return (1.0 + self.batch_slowdown * (n - 1)) / self.tokens_per_s
+
+    @contextlib.contextmanager
+    def _decoding(self) -> Iterator[None]:
+        with self._lock:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
 
     def _chat(self, h: _Handler, body: dict[str, Any]) -> None:
         with self._lock:
@@ -512,7 +536,13 @@ class FakeLLM:
     def _complete(self, h: _Handler, reply: Reply, prompt: int, *, truncated: bool) -> None:
         pieces = _pieces(reply.content) + _pieces(reply.reasoning)
         calls = self._wire_calls(reply)
-        self._sleep(self.ttft + (len(pieces) / self.tokens_per_s if self.tokens_per_s > 0 else 0.0))
+        with self._decoding():
+            if self.batch_slowdown > 0 and self.tokens_per_s > 0:
+                self._sleep(self.ttft)
+                for _ in pieces:  # the batch may grow or shrink while this request decodes
+                    self._sleep(self._pace())
+            else:
+                self._sleep(self.ttft + (len(pieces) / self.tokens_per_s if self.tokens_per_s > 0 else 0.0))
         message: dict[str, Any] = {
             "role": "assistant",
             "content": reply.content if (reply.content or not calls) else None,
@@ -580,7 +610,11 @@ class FakeLLM:
         h.end_headers()
         delta({"role": "assistant", "content": ""})
         self._sleep(self.ttft)
-        pace = 1.0 / self.tokens_per_s if self.tokens_per_s > 0 else 0.0
+        with self._decoding():
+            return self._stream_body(h, body, reply, prompt, truncated=truncated, event=event, delta=delta)
+
+    def _stream_body(self, h: _Handler, body: dict[str, Any], reply: Reply, prompt: int, *, truncated: bool,
+                     event: Callable[..., None], delta: Callable[..., None]) -> None:
         reasoning, content = _pieces(reply.reasoning), _pieces(reply.content)
         cut_at = max(1, (len(reasoning) + len(content)) // 2) if truncated else -1
         sent = 0
@@ -590,7 +624,7 @@ class FakeLLM:
                     return h.cut()
                 delta({field_name: piece})
                 sent += 1
-                self._sleep(pace)
+                self._sleep(self._pace())
         if truncated:
             return h.cut()  # nothing (or too little) to cut in the middle of: cut here
         completion = sent
@@ -613,7 +647,7 @@ class FakeLLM:
             for start in range(0, len(args), step):  # arguments arrive in fragments, as from vLLM
                 delta({"tool_calls": [{"index": i, "function": {"arguments": args[start : start + step]}}]})
                 completion += 1
-                self._sleep(pace)
+                self._sleep(self._pace())
         delta({}, self._finish_reason(reply))
         if (body.get("stream_options") or {}).get("include_usage"):
             event([], {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
