@@ -1258,6 +1258,9 @@ def one_line(text: str, limit: int = 400) -> str:
         head = text.split("Traceback (most recent call last)", 1)[0].strip().rstrip(":")
         tail = [ln.strip() for ln in text.splitlines() if ln.strip()]
         text = f"{head}: {tail[-1]}" if head else tail[-1]
+    else:
+        # llama-cpp-python appends the failing frame ('  File "…/app.py", line 376, …') to its message.
+        text = re.split(r"\n\s*File \"", text, maxsplit=1)[0]
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

@@ -341,3 +341,10 @@ def test_client_learns_the_server_speed(server_factory: Callable[..., FakeLLM]) 
     assert 0.2 <= speed.ttft_s < 2.0
     assert 10 < speed.tokens_per_s <= 150  # 40 tokens paced at 100/s
     assert speed.seconds_for(100) > speed.ttft_s
+
+
+def test_llama_cpp_format_refusal_is_one_line_without_the_frame() -> None:
+    from tests.support.fake_llm import LLAMA_CPP_FORMAT_ERROR
+
+    line = one_line(LLAMA_CPP_FORMAT_ERROR)
+    assert "Input should be 'text' or 'json_object'" in line and "File" not in line and "\n" not in line

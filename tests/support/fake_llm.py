@@ -65,13 +65,15 @@ INJECTIONS = (
     "hermes_leak",
 )
 
-#: What llama-cpp-python's server answers to ``response_format: json_schema``: its request
-#: model accepts only ``text`` and ``json_object`` (+ ``schema``), and the validation error
-#: comes back as an HTTP 500 (issue 13, seen against llama-cpp-python 0.3).
+#: What llama-cpp-python 0.3.36's server answers to ``response_format: json_schema`` (recorded
+#: against the real server): its request model accepts only ``text`` and ``json_object``
+#: (+ ``schema``), and the validation error comes back as an HTTP 500 with the failing frame.
 LLAMA_CPP_FORMAT_ERROR = (
-    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
-    "  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', "
-    "input_type=str]"
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+    '  File "/srv/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+    "    POST /v1/chat/completions"
 )
 
 
@@ -442,7 +444,8 @@ class FakeLLM:
         if fmt and fmt != "text" and fmt not in self.response_formats:
             status = self.format_error_status
             message = LLAMA_CPP_FORMAT_ERROR if status >= 500 else f"response_format type {fmt!r} is not supported"
-            return h.send_json(status, {"error": {"message": message, "type": "invalid_request_error"}})
+            kind_ = "internal_server_error" if status >= 500 else "invalid_request_error"
+            return h.send_json(status, {"error": {"message": message, "type": kind_, "param": None, "code": None}})
         completion = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         prompt = prompt_tokens(body)
         if kind == "context_overflow":
