@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED := 1
 -include .env
 export
 
-.PHONY: run worker test test-models lint bench stress setup sysdeps migrate check-deploy clean
+.PHONY: run worker test test-models lint bench stress eval setup sysdeps migrate check-deploy clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,7 @@ test: setup
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy research
+	$(PY) scripts/import_graph.py --quiet
 	$(MAKE) --no-print-directory check-deploy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
@@ -55,6 +56,9 @@ bench: setup
 
 stress: setup
 	$(PY) bench/run.py --only scale,stream
+
+eval: setup
+	$(PY) bench/eval/run.py
 
 clean:
 	rm -rf .run outputs db.sqlite3
