@@ -87,7 +87,7 @@ def mcp_http(stack_env) -> Any:
             break
         except httpx.HTTPError:
             if proc.poll() is not None:
-                raise RuntimeError(log.read_text())
+                raise RuntimeError(log.read_text()) from None
             time.sleep(0.2)
     yield url
     proc.terminate()
