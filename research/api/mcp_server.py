@@ -20,7 +20,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import AnyHttpUrl, BaseModel, Field
 
 from research.api.selectors import job_detail
 from research.jobs import selectors, services
@@ -41,7 +41,7 @@ class ResearchOptions(BaseModel):
     web: bool = True
     kb: int | None = None
     background: bool = False
-    wait_s: float = Field(1800.0, description="Return (with the job id) if the job has not ended by then.")
+    wait_s: float = Field(default=1800.0, description="Return (with the job id) if the job has not ended by then.")
 
 
 class TokenVerifier:
@@ -84,7 +84,7 @@ def build_server(*, user: User | None, base_url: str, http: bool = False) -> MCP
     kwargs: dict[str, Any] = {}
     if http:
         kwargs = {"token_verifier": TokenVerifier(),
-                  "auth": AuthSettings(issuer_url=base_url, resource_server_url=None)}
+                  "auth": AuthSettings(issuer_url=AnyHttpUrl(base_url), resource_server_url=None)}
     server = MCPServer(
         "deep-research",
         instructions=("Deep Research runs multi-step web research and writes a cited report (Markdown, and on "
