@@ -159,4 +159,4 @@ def build_server(*, user: User | None, base_url: str, http: bool = False) -> MCP
 
 
 def default_base_url() -> str:
-    return str(getattr(settings, "SITE_URL", "") or "http://127.0.0.1:8000")
+    return str(settings.SITE_URL or "http://127.0.0.1:8000")
