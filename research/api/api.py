@@ -19,7 +19,7 @@ from research.api.auth import TokenAuth, api_user
 from research.api.events import job_event_stream
 from research.api.selectors import job_detail
 from research.api.throttle import ApiThrottle
-from research.jobs import selectors, services
+from research.jobs import conversation, selectors, services
 from research.jobs.forms import BasePlanStepFormSet, PlanMetaForm, PlanStepFormSet
 
 api = NinjaAPI(
@@ -126,6 +126,24 @@ def plan_submit(request: HttpRequest, job_id: int, body: schemas.PlanSubmitIn) -
     plan = _plan_from_body(body, job)
     services.plan_submit(job=job, plan=plan, base_version=body.base_version, action=body.action,
                          feedback=body.feedback)
+    job.refresh_from_db()
+    return job_detail(job=job)
+
+
+@api.post("/jobs/{job_id}/clarify", response={200: schemas.JobOut, **ERRORS}, tags=["conversation"],
+          summary="Answer (or skip) the coordinator's clarifying questions; planning starts")
+def clarify_answer(request: HttpRequest, job_id: int, body: schemas.ClarifyIn) -> dict[str, Any]:
+    job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
+    conversation.clarification_answer(job=job, answers=body.answers, skip=body.skip)
+    job.refresh_from_db()
+    return job_detail(job=job)
+
+
+@api.post("/jobs/{job_id}/research-anyway", response={200: schemas.JobOut, **ERRORS}, tags=["conversation"],
+          summary="After a direct answer: plan, research and write the report after all")
+def research_anyway(request: HttpRequest, job_id: int) -> dict[str, Any]:
+    job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
+    conversation.job_research_anyway(job=job)
     job.refresh_from_db()
     return job_detail(job=job)
 

@@ -41,6 +41,7 @@ class ResearchOptions(BaseModel):
     web: bool = True
     kb: int | None = None
     background: bool = False
+    direct_answer: bool = Field(default=True, description="false: always research, never a short direct answer")
     wait_s: float = Field(default=1800.0, description="Return (with the job id) if the job has not ended by then.")
 
 
@@ -108,6 +109,7 @@ def build_server(*, user: User | None, base_url: str, http: bool = False) -> MCP
     def start(question: str, options: ResearchOptions) -> int:
         owner = acting_user()
         opts = options.model_dump(exclude={"wait_s"}, exclude_none=True)
+        opts["clarify"] = False  # a tool call has nobody to answer questions
         try:
             return services.job_create(user=owner, question=question, options=opts).pk
         except ValidationError as exc:

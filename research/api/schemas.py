@@ -20,6 +20,9 @@ class JobCreateIn(Schema):
     kb: int | None = Field(None, description="Id of one of your knowledge bases to search.")
     web: bool = Field(True, description="Search the web.")
     background: bool = Field(False, description="Quick background search before planning.")
+    clarify: bool | None = Field(None, description="Let the model ask up to 3 clarifying questions first "
+                                                   "(default: on unless the engine is offline).")
+    direct_answer: bool = Field(True, description="false: never end with a short direct answer; always research.")
 
 
 class PlanStepIn(Schema):
@@ -41,6 +44,11 @@ class PlanSubmitIn(Schema):
     action: Literal["accept", "replan"] = "accept"
     feedback: str = Field("", description="What the planner should change (required for replan).")
     plan: PlanIn | None = Field(None, description="Your edited plan; omit to accept the plan as written.")
+
+
+class ClarifyIn(Schema):
+    answers: list[str] = Field(default_factory=list, description="One answer per question, in order.")
+    skip: bool = Field(False, description="Skip the questions and plan from the question as written.")
 
 
 class StepOut(Schema):
@@ -107,6 +115,8 @@ class JobOut(Schema):
     report: ReportOut | None
     sources: list[SourceOut]
     url: str
+    clarify_questions: list[str]
+    clarifications: list[dict[str, str]]
 
 
 class JobBriefOut(Schema):

@@ -53,4 +53,6 @@ def job_detail(*, job: ResearchJob) -> dict[str, Any]:
         "sources": [{"number": s.number, "url": s.url, "title": s.title, "kind": s.kind}
                     for s in job.sources.order_by("number").only("number", "url", "title", "kind")],
         "url": f"/jobs/{job.pk}/",
+        "clarify_questions": list(job.options.get("clarify_questions") or []),
+        "clarifications": list(job.options.get("clarifications") or []),
     }

@@ -25,6 +25,7 @@ from research.agents.graph import normalize_plan
 from research.agents.prompts import load_prompt
 from research.agents.text import detect_locale, is_chinese
 from research.agents.types import (
+    MAX_CLARIFY_QUESTIONS,
     STYLES,
     AgentContext,
     BudgetExceeded,
@@ -38,6 +39,7 @@ from research.agents.types import (
     SourceRef,
     StepResult,
     ToolError,
+    clarifications_text,
 )
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class CoordinatorReply(BaseModel):
     action: Literal["answer", "research", "clarify"]
     locale: str = ""
     answer: str = Field(default="", max_length=4000)
+    questions: list[str] = Field(default_factory=list, max_length=3)  # clarify: up to 3 short questions
 
 
 # --------------------------------------------------------------------------------------
@@ -654,12 +657,17 @@ class LLMEngine:
         forced = str(ctx.options.get("locale") or "").strip()
         if forced == "auto" or not _LOCALE_TAG.match(forced):  # "auto": the question decides
             forced = ""
-        clarify_allowed = bool(ctx.options.get("clarify"))
+        # Clarify once: after the user answered (or skipped), the job goes on to planning.
+        clarify_allowed = bool(ctx.options.get("clarify")) and "clarifications" not in ctx.options
+        # Files were asked for, or the user pressed "Research it anyway": a report is expected.
+        report_expected = (any(o != "md" for o in ctx.options.get("outputs", ["md"]))
+                           or ctx.options.get("direct_answer") is False)
         messages = [
             {"role": "system", "content": load_prompt("coordinator", detected)},
             {
                 "role": "user",
-                "content": f"## Clarification allowed\n{'yes' if clarify_allowed else 'no'}\n\n## Question\n{question}",
+                "content": f"## Clarification allowed\n{'yes' if clarify_allowed else 'no'}\n\n"
+                           f"## Report expected\n{'yes' if report_expected else 'no'}\n\n## Question\n{question}",
             },
         ]
         try:
@@ -673,8 +681,9 @@ class LLMEngine:
         answer = strip_think(reply.answer)
         if reply.action == "answer" and answer:
             return CoordinatorDecision("answer", locale, answer)
-        if reply.action == "clarify" and clarify_allowed and answer:
-            return CoordinatorDecision("clarify", locale, answer)
+        questions = [q for q in (strip_think(q).strip() for q in reply.questions) if q][:MAX_CLARIFY_QUESTIONS]
+        if reply.action == "clarify" and clarify_allowed and (questions or answer):
+            return CoordinatorDecision("clarify", locale, answer or questions[0], questions=questions or [answer])
         return CoordinatorDecision("research", locale)
 
     @staticmethod
@@ -708,6 +717,8 @@ class LLMEngine:
         if background.strip():
             fitted = truncate_tokens(llm, background.strip(), max(500, _window(llm) // 4))
             parts.append(f"## Background (quick search results)\n{fitted}")
+        if clarified := clarifications_text(ctx.options):
+            parts.append(clarified + "\nPlan for what these answers ask for.")
         if previous is not None:
             parts.append("## Previous plan\n```json\n" + previous.model_dump_json(indent=2) + "\n```")
         if feedback.strip():
