@@ -56,3 +56,10 @@ def render_output(job_id: int, kind: str) -> None:
 @shared_task(name="research.jobs.tasks.reap_stale_work", ignore_result=True)
 def reap_stale_work() -> dict[str, int]:
     return pipeline.reap_stale_work()
+
+
+@shared_task(base=UnitTask, name="research.jobs.tasks.followup_answer")
+def followup_answer(followup_id: int) -> None:
+    from research.jobs.followups import followup_run
+
+    followup_run(followup_id=followup_id)

@@ -22,4 +22,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/files/<path:name>", views.artifact_download, name="artifact_download"),
     path("jobs/<int:job_id>/clarify/", conversation_views.job_clarify, name="job_clarify"),
     path("jobs/<int:job_id>/research-anyway/", conversation_views.job_research_anyway, name="job_research_anyway"),
+    path("jobs/<int:job_id>/followups/", conversation_views.job_followup, name="job_followup"),
+    path("jobs/<int:job_id>/followups/<int:number>/fold/", conversation_views.job_followup_fold,
+         name="job_followup_fold"),
 ]

@@ -1,0 +1,120 @@
+"""Follow-up questions on a finished job: ask (user side), answer (worker side), fold into a new report version."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from research.jobs.events import event_emit
+from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
+from research.jobs.services import InvalidAction, report_edit
+
+MAX_FOLLOWUP_CHARS = 2000
+_REFS = re.compile(r"^#{1,6}\s*(references|参考文献)\s*$", re.I | re.M)
+
+
+def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
+    question = (question or "").replace("\r\n", "\n").strip()
+    if not question:
+        raise ValidationError(_("Please type a question."))
+    if len(question) > MAX_FOLLOWUP_CHARS:
+        raise ValidationError(_("A follow-up may have at most %(n)d characters.") % {"n": MAX_FOLLOWUP_CHARS})
+    if job.status != JobStatus.DONE or not job.report_versions.exists():
+        raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    with transaction.atomic():
+        last = job.followups.order_by("-number").values_list("number", flat=True).first() or 0
+        followup = FollowUp.objects.create(job=job, number=last + 1, question=question)
+        event_emit(job_id=job.pk, type="followup.asked", payload={"number": followup.number, "question": question})
+        transaction.on_commit(lambda: _send(followup.pk))
+    return followup
+
+
+def _send(followup_id: int) -> None:
+    from research.jobs import tasks
+
+    tasks.followup_answer.delay(followup_id)
+
+
+class _Deltas:
+    """Batch answer tokens into followup.delta events (at most ~4 a second), like the report's."""
+
+    def __init__(self, job_id: int, number: int) -> None:
+        self.job_id, self.number = job_id, number
+        self.buf: list[str] = []
+        self.last = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        if text:
+            self.buf.append(text)
+            if sum(map(len, self.buf)) >= 400 or time.monotonic() - self.last >= 0.25:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            event_emit(job_id=self.job_id, type="followup.delta", payload={"number": self.number,
+                                                                           "text": "".join(self.buf)})
+            self.buf = []
+        self.last = time.monotonic()
+
+
+def followup_run(*, followup_id: int) -> None:
+    """Worker side: answer with the job's report and sources (maybe after a small research round)."""
+    from research.agents.followup import answer_followup
+    from research.jobs.context import JobContext
+    from research.jobs.selectors import report_latest
+
+    with transaction.atomic():
+        claimed = FollowUp.objects.filter(pk=followup_id, status=OutputStatus.PENDING).update(
+            status=OutputStatus.RUNNING)
+    if not claimed:
+        return  # already answered, or running elsewhere
+    followup = FollowUp.objects.select_related("job").get(pk=followup_id)
+    job = followup.job
+    report = report_latest(job=job)
+    ctx = JobContext(job, step_id=None)
+    batcher = _Deltas(job.pk, followup.number)
+    try:
+        final, added = answer_followup(
+            ctx, question=followup.question, report_md=report.markdown if report else "",
+            on_delta=batcher)
+        batcher.flush()
+    except Exception as exc:  # shown as a failure on the page, never as an empty answer
+        FollowUp.objects.filter(pk=followup_id).update(status=OutputStatus.FAILED, error=str(exc)[:2000],
+                                                       finished_at=timezone.now())
+        event_emit(job_id=job.pk, type="followup.failed", payload={"number": followup.number, "error": str(exc)[:500]})
+        return
+    with transaction.atomic():
+        FollowUp.objects.filter(pk=followup_id).update(status=OutputStatus.DONE, answer=final.markdown,
+                                                       added_sources=added, finished_at=timezone.now())
+        event_emit(job_id=job.pk, type="followup.done",
+                   payload={"number": followup.number, "cited": final.cited, "removed_citations": final.removed,
+                            "added_sources": added})
+
+
+def followup_fold(*, job: ResearchJob, number: int) -> int:
+    """Add the answer to the report as a new section, save a new version and re-render the outputs."""
+    followup = job.followups.filter(number=number).first()
+    if followup is None or followup.status != OutputStatus.DONE:
+        raise InvalidAction(_("This follow-up has no answer yet."))
+    if followup.folded_into:
+        raise InvalidAction(_("This answer is already in the report."))
+    from research.agents.citations import finalize_report
+    from research.jobs.context import JobContext
+    from research.jobs.selectors import report_latest
+
+    report = report_latest(job=job)
+    if report is None:
+        raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    body = _REFS.split(report.markdown, maxsplit=1)[0].rstrip()
+    answer = _REFS.split(followup.answer, maxsplit=1)[0].strip()
+    merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
+    # One references list for the whole report, from the registry (the answer may cite new sources).
+    final = finalize_report(merged, JobContext(job).sources(), locale=job.locale)
+    version = report_edit(job=job, markdown=final.markdown)
+    FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
+    return version.number
