@@ -19,7 +19,7 @@ from research.api.auth import TokenAuth, api_user
 from research.api.events import job_event_stream
 from research.api.selectors import job_detail
 from research.api.throttle import ApiThrottle
-from research.jobs import conversation, selectors, services
+from research.jobs import conversation, followups, selectors, services
 from research.jobs.forms import BasePlanStepFormSet, PlanMetaForm, PlanStepFormSet
 
 api = NinjaAPI(
@@ -144,6 +144,34 @@ def clarify_answer(request: HttpRequest, job_id: int, body: schemas.ClarifyIn) -
 def research_anyway(request: HttpRequest, job_id: int) -> dict[str, Any]:
     job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
     conversation.job_research_anyway(job=job)
+    job.refresh_from_db()
+    return job_detail(job=job)
+
+
+def _followup_out(f: Any) -> dict[str, Any]:
+    return {"number": f.number, "question": f.question, "status": f.status, "answer": f.answer,
+            "error": f.error or None, "added_sources": f.added_sources, "folded_into": f.folded_into}
+
+
+@api.post("/jobs/{job_id}/followups", response={201: schemas.FollowUpOut, **ERRORS}, tags=["conversation"],
+          summary="Ask a follow-up question about a finished report (answered by a worker; watch the events)")
+def followup_ask(request: HttpRequest, job_id: int, body: schemas.FollowUpIn) -> tuple[int, dict[str, Any]]:
+    job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
+    return 201, _followup_out(followups.followup_ask(job=job, question=body.question))
+
+
+@api.get("/jobs/{job_id}/followups", response={200: list[schemas.FollowUpOut], 404: schemas.ErrorOut},
+         tags=["conversation"], summary="The job's follow-up questions and answers")
+def followup_list(request: HttpRequest, job_id: int) -> list[dict[str, Any]]:
+    job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
+    return [_followup_out(f) for f in job.followups.order_by("number")]
+
+
+@api.post("/jobs/{job_id}/followups/{number}/fold", response={200: schemas.JobOut, **ERRORS},
+          tags=["conversation"], summary="Add an answer to the report as a new version and re-render the outputs")
+def followup_fold(request: HttpRequest, job_id: int, number: int) -> dict[str, Any]:
+    job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
+    followups.followup_fold(job=job, number=number)
     job.refresh_from_db()
     return job_detail(job=job)
 

@@ -51,6 +51,20 @@ class ClarifyIn(Schema):
     skip: bool = Field(False, description="Skip the questions and plan from the question as written.")
 
 
+class FollowUpIn(Schema):
+    question: str = Field(description="A question about the finished report (at most 2000 characters).")
+
+
+class FollowUpOut(Schema):
+    number: int
+    question: str
+    status: str = Field(description="pending, running, done or failed")
+    answer: str = Field(description="Markdown with checked citations and its own references list.")
+    error: str | None
+    added_sources: int
+    folded_into: int | None = Field(description="The report version that includes this answer.")
+
+
 class StepOut(Schema):
     id: str
     title: str

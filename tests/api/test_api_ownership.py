@@ -13,6 +13,7 @@ OBJECT_API = [(route, name) for route, name in API if "<" in route]
 PUBLIC = {"api-v1:openapi-json", "api-v1:openapi-view"}
 # A well-formed body per route: a malformed one is refused (400/422) before any lookup, whoever asks.
 BODIES = {"api-v1:plan_submit": {"base_version": 1}, "api-v1:clarify_answer": {"answers": ["x"]},
+          "api-v1:followup_ask": {"question": "x"}, "api-v1:followup_list": {"question": "x"},
           "api-v1:job_create": {"question": "x"}}
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.django_db
 def test_the_walk_sees_the_api():
     names = {name for _r, name in OBJECT_API}
     assert {"api-v1:job_read", "api-v1:artifact_download", "api-v1:job_events_stream", "api-v1:plan_submit",
-            "api-v1:clarify_answer", "api-v1:research_anyway"} <= names, names
+            "api-v1:clarify_answer", "api-v1:research_anyway", "api-v1:followup_ask", "api-v1:followup_list",
+            "api-v1:followup_fold"} <= names, names
 
 
 @pytest.mark.parametrize(("route", "name"), OBJECT_API, ids=[n for _r, n in OBJECT_API])
