@@ -1,6 +1,6 @@
 """The follow-up node: answer a question about a finished report from its sources, with citations.
 
-When the job's sources do not cover the question (no source sentence shares a key term with it), a
+When the job's sources do not cover the question (under MIN_COVERAGE of its terms occur in them), a
 small research round runs first: one search, and the best two pages are read and registered as new
 sources. The model engine writes the answer (streamed); the offline engine quotes the best sentences.
 Citations are checked like the report's (unknown numbers removed).
@@ -19,6 +19,7 @@ from research.ir import BM25, tokenize
 
 EXTRA_PAGES = 2
 MAX_SOURCE_CHARS = 3000
+MIN_COVERAGE = 0.6  # below this share of the question's terms in the sources, search for more
 
 
 def _ranked(question: str, sources: list[SourceRef], locale: str) -> list[tuple[float, int, str]]:
@@ -27,6 +28,17 @@ def _ranked(question: str, sources: list[SourceRef], locale: str) -> list[tuple[
         return []
     scores = BM25([tokenize(s) for _n, s in rows]).score(tokenize(question))
     return sorted(((score, n, s) for score, (n, s) in zip(scores, rows, strict=True)), reverse=True)
+
+
+def coverage(question: str, sources: list[SourceRef]) -> float:
+    """The share of the question's terms that occur anywhere in the sources (1.0 for a question without terms)."""
+    terms = set(tokenize(question))
+    if not terms:
+        return 1.0
+    vocabulary: set[str] = set()
+    for src in sources:
+        vocabulary.update(tokenize(src.text or ""))
+    return len(terms & vocabulary) / len(terms)
 
 
 def research_round(ctx: AgentContext, question: str) -> int:
@@ -51,8 +63,7 @@ def answer_followup(ctx: AgentContext, *, question: str, report_md: str,
     """(the checked answer, how many sources the extra round added)."""
     locale = ctx.locale or "en-US"
     added = 0
-    if ctx.options.get("web", True) and not any(score > 0 for score, _n, _s in
-                                                _ranked(question, ctx.sources(), locale)[:1]):
+    if ctx.options.get("web", True) and coverage(question, ctx.sources()) < MIN_COVERAGE:
         added = research_round(ctx, question)
     sources = ctx.sources()
     if ctx.llm is None:

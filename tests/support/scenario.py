@@ -17,6 +17,8 @@ way a cooperative model would:
 - researcher: web_search, then fetch_page on the first two result URLs, then a step
   report whose cited sentences are copied verbatim from the fetched pages (so
   citation checks pass);
+- followup: one sentence quoted from the numbered source that best matches the question, cited,
+  plus one citation to a source that does not exist (the check must remove it);
 - coder: a Python block that prints a number and saves a matplotlib PNG (optionally
   failing first), then a short result that embeds the figure;
 - reporter: a report reusing the cited sentences of the step results, plus one bogus
@@ -359,6 +361,18 @@ class Scenario:
         conclusion_en = "The findings above answer the question as far as the sources allow."
         parts.append("以上发现回答了用户的问题。" if zh else conclusion_en)
         return Reply(content="\n".join(parts) + "\n")
+
+    def _followup(self, request: dict[str, Any]) -> Reply:
+        """Quote one sentence of the best-matching numbered source, cited, plus one bogus citation."""
+        task = self._task(request)
+        question = section(task, "Follow-up question")
+        blocks = re.findall(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", section(task, "Sources"), re.M | re.S)
+        words = {w.lower() for w in re.findall(r"\w{4,}", question)}
+        blocks.sort(key=lambda b: -len(words & {w.lower() for w in re.findall(r"\w{4,}", b[1])}))
+        for number, body in blocks:
+            for sentence in quotable_sentences(body, 1):
+                return Reply(content=f"{sentence} [{number}] This is certain [99].")
+        return Reply(content="The sources do not say.")
 
     def _podcast(self, request: dict[str, Any]) -> Reply:
         task = self._task(request)
