@@ -70,7 +70,8 @@ def test_uncovered_question_runs_a_small_research_round(alice, worker, live_sett
     before = job.sources.count()
     followup = _wait_followup(followups.followup_ask(job=job, question="How do heat pumps cope with cold climates?"))
     assert followup.status == OutputStatus.DONE, followup.error
-    assert followup.added_sources >= 1, list(job.events.filter(type__startswith="followup").values_list("type", "payload"))
+    events = list(job.events.filter(type__startswith="followup").values_list("type", "payload"))
+    assert followup.added_sources >= 1, events
     assert job.sources.count() == before + followup.added_sources
     assert job.events.filter(type="followup.activity", payload__kind="search").exists()
     sources = {s.number: s.text for s in job.sources.all()}
