@@ -1,6 +1,6 @@
 """Small typed state shared by the graph, the engines and the renderers.
 
-The Plan, PodcastScript and SlideOutline models are contracts (DESIGN §4, §9).
+The Plan, PodcastScript and SlideOutline models are contracts (docs/architecture.md, "Contracts").
 """
 
 from __future__ import annotations
@@ -115,6 +115,16 @@ class CoordinatorDecision:
     questions: list[str] = field(default_factory=list)  # clarify: up to MAX_CLARIFY_QUESTIONS short questions
 
 
+@dataclass(frozen=True)
+class McpToolSpec:
+    """A tool of an operator-configured MCP server, as the context lists it."""
+
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
 class JobCancelled(Exception):
     """Raised by AgentContext.check_cancelled() when the user cancelled the job."""
 
@@ -154,6 +164,10 @@ class AgentContext(Protocol):
     def sources(self) -> list[SourceRef]: ...
 
     def figures(self) -> list[str]: ...
+
+    def mcp_tools(self) -> list[McpToolSpec]: ...  # the MCP tools this job may use (cached listing)
+
+    def mcp_call(self, server: str, tool: str, arguments: dict[str, Any]) -> str: ...  # raises ToolError
 
 
 class Engine(Protocol):

@@ -8,9 +8,10 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from research.agents.types import MAX_CLARIFY_QUESTIONS
+from research.jobs.dispatch import enqueue_advance
 from research.jobs.events import event_emit
 from research.jobs.models import JobStatus, ResearchJob
-from research.jobs.services import InvalidAction, _enqueue_on_commit, job_set_status
+from research.jobs.services import InvalidAction, job_set_status
 
 MAX_ANSWER_CHARS = 1000
 
@@ -33,7 +34,7 @@ def clarification_answer(*, job: ResearchJob, answers: list[str], skip: bool = F
         event_emit(job_id=job.pk, type="clarify.answered", payload={"skipped": skip, "answers": pairs})
         nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
         job_set_status(job=job, status=nxt, options=opts, stage_attempts=0)
-        _enqueue_on_commit("advance", job.pk)
+        enqueue_advance(job.pk)
 
 
 def job_research_anyway(*, job: ResearchJob) -> None:
@@ -46,5 +47,5 @@ def job_research_anyway(*, job: ResearchJob) -> None:
         event_emit(job_id=job.pk, type="job.research_anyway", payload={"answer": job.answer})
         nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
         job_set_status(job=job, status=nxt, options=opts, answer="", finished_at=None, stage_attempts=0)
-        _enqueue_on_commit("advance", job.pk)
+        enqueue_advance(job.pk)
 

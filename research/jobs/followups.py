@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 from django.core.exceptions import ValidationError
@@ -10,12 +9,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research.jobs.dispatch import enqueue_followup
 from research.jobs.events import event_emit
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
 from research.jobs.services import InvalidAction, report_edit
 
 MAX_FOLLOWUP_CHARS = 2000
-_REFS = re.compile(r"^#{1,6}\s*(references|参考文献)\s*$", re.I | re.M)
 
 
 def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
@@ -30,14 +29,8 @@ def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
         last = job.followups.order_by("-number").values_list("number", flat=True).first() or 0
         followup = FollowUp.objects.create(job=job, number=last + 1, question=question)
         event_emit(job_id=job.pk, type="followup.asked", payload={"number": followup.number, "question": question})
-        transaction.on_commit(lambda: _send(followup.pk))
+        enqueue_followup(followup.pk)
     return followup
-
-
-def _send(followup_id: int) -> None:
-    from research.jobs import tasks
-
-    tasks.followup_answer.delay(followup_id)
 
 
 class _Deltas:
@@ -64,7 +57,7 @@ class _Deltas:
 
 def followup_run(*, followup_id: int) -> None:
     """Worker side: answer with the job's report and sources (maybe after a small research round)."""
-    from research.agents.followup import answer_followup
+    from research.agents.nodes.followup import answer_followup
     from research.jobs.context import JobContext
     from research.jobs.selectors import report_latest
 
@@ -103,18 +96,16 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
         raise InvalidAction(_("This follow-up has no answer yet."))
     if followup.folded_into:
         raise InvalidAction(_("This answer is already in the report."))
-    from research.agents.citations import finalize_report
-    from research.jobs.context import JobContext
+    from research.agents.citations import strip_references_section
     from research.jobs.selectors import report_latest
 
     report = report_latest(job=job)
     if report is None:
         raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
-    body = _REFS.split(report.markdown, maxsplit=1)[0].rstrip()
-    answer = _REFS.split(followup.answer, maxsplit=1)[0].strip()
+    body = strip_references_section(report.markdown).rstrip()
+    answer = strip_references_section(followup.answer).strip()
     merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
-    # One references list for the whole report, from the registry (the answer may cite new sources).
-    final = finalize_report(merged, JobContext(job).sources(), locale=job.locale)
-    version = report_edit(job=job, markdown=final.markdown)
+    # report_edit checks the citations and rebuilds one references list from the source registry.
+    version = report_edit(job=job, markdown=merged)
     FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
     return version.number

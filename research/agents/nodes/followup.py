@@ -1,4 +1,4 @@
-"""The follow-up node: answer a question about a finished report from its sources, with citations.
+"""Follow-up node: answer a question about a finished report from its sources, with citations.
 
 When the job's sources do not cover the question (under MIN_COVERAGE of its terms occur in them), a
 small research round runs first: one search, and the best two pages are read and registered as new
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from research.agents.citations import FinalReport, finalize_report
+from research.agents.nodes.model import require_model
 from research.agents.prompts import load_prompt
 from research.agents.rank import split_sentences
 from research.agents.text import is_chinese
@@ -82,5 +83,5 @@ def answer_followup(ctx: AgentContext, *, question: str, report_md: str,
             {"role": "user", "content": f"## Report\n{report_md[:30000]}\n\n## Sources\n{listing}\n\n"
                                         f"## Follow-up question\n{question}"},
         ]
-        body = ctx.llm.chat(messages, agent="followup", temperature=0.3, on_delta=on_delta).content
+        body = require_model(ctx).chat(messages, agent="followup", temperature=0.3, on_delta=on_delta).content
     return finalize_report(body, sources, locale=locale), added
