@@ -10,7 +10,7 @@ from django.test import Client
 
 from research.api import services as token_services
 from research.api.models import ApiToken
-from research.jobs import services
+from research.jobs import dispatch, services
 from research.jobs.models import JobStatus, PlanVersion
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _no_queue(monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
 
 
 def bearer(secret: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from research.jobs import followups, services
+from research.jobs import dispatch, followups, services
 from research.jobs.models import FollowUp, JobStatus, OutputStatus
 from tests.integration.helpers import assert_event_log_complete, wait_for
 from tests.support.citecheck import check_citations
@@ -79,7 +79,7 @@ def test_uncovered_question_runs_a_small_research_round(alice, worker, live_sett
 
 
 def test_followup_refused_before_the_report(alice, monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     job = services.job_create(user=alice, question="Heat pumps?", options={"engine": "offline"})
     with pytest.raises(services.InvalidAction):
         followups.followup_ask(job=job, question="And in China?")
