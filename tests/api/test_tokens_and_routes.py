@@ -11,7 +11,7 @@ from django.test import Client
 from research.api import services as token_services
 from research.api.models import ApiToken
 from research.jobs import dispatch, services
-from research.jobs.models import JobStatus, PlanVersion
+from research.jobs.models import JobStatus, PlanVersion, ResearchJob
 
 pytestmark = pytest.mark.django_db
 
@@ -126,7 +126,8 @@ def _awaiting_review(user):
                        PlanStep(id="b", title="Efficiency", description="", step_type="research",
                                 need_search=True)])
     services.plan_version_create(job=job, plan=plan, author="planner")
-    services.job_set_status(job=job, status=JobStatus.AWAITING_REVIEW)
+    # Test setup: put the job where the planner leaves it (the state machine guards real moves).
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.AWAITING_REVIEW)
     return job
 
 
