@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED := 1
 -include .env
 export
 
-.PHONY: run worker test lint bench stress setup sysdeps migrate check-deploy clean
+.PHONY: run worker test lint bench stress eval setup sysdeps migrate check-deploy clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,9 @@ bench: setup
 
 stress: setup
 	$(PY) bench/run.py --only scale,stream
+
+eval: setup
+	$(PY) bench/eval/run.py
 
 clean:
 	rm -rf .run outputs db.sqlite3

@@ -10,6 +10,7 @@ from typing import Any
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.citations import filter_citations, strip_references_section
+from research.agents.clock import today_section
 from research.agents.nodes.budget import StepBudget
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -175,6 +176,7 @@ def research(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResu
         for part in (
             f"## Question\n{ctx.question.strip()}",
             f"## Locale\n{locale}",
+            today_section(),  # in the user turn: the system prefix stays cacheable
             plan_outline(plan, descriptions=False),
             prior_block(llm, prior, window // 4),
             step_block(step),
