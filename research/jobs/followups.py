@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from django.core.exceptions import ValidationError
@@ -9,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research.agents.types import SourceRef
 from research.jobs.dispatch import enqueue_followup
 from research.jobs.events import event_emit
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
@@ -55,6 +57,27 @@ class _Deltas:
         self.last = time.monotonic()
 
 
+def report_in_registry_numbers(*, job: ResearchJob, markdown: str) -> str:
+    """The report body with its citations written as registry numbers (Source.number), without references.
+
+    Final reports number their references 1..n (research.agents.verify); the follow-up answer cites
+    registry numbers, so both are brought to one numbering before they meet.
+    """
+    from research.agents.citations import CITATION, _numbers, _segments, strip_references_section
+    from research.agents.verify import citation_targets
+
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    targets = citation_targets(markdown, sources)
+
+    def sub(match: re.Match[str]) -> str:
+        numbers = [targets[n].number for n in _numbers(match.group(2)) if n in targets]
+        return match.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(numbers)) if numbers else ""
+
+    body = strip_references_section(markdown)
+    return "".join(seg if code else CITATION.sub(sub, seg) for seg, code in _segments(body)).rstrip()
+
+
 def followup_run(*, followup_id: int) -> None:
     """Worker side: answer with the job's report and sources (maybe after a small research round)."""
     from research.agents.nodes.followup import answer_followup
@@ -73,7 +96,8 @@ def followup_run(*, followup_id: int) -> None:
     batcher = _Deltas(job.pk, followup.number)
     try:
         final, added = answer_followup(
-            ctx, question=followup.question, report_md=report.markdown if report else "",
+            ctx, question=followup.question,
+            report_md=report_in_registry_numbers(job=job, markdown=report.markdown) if report else "",
             on_delta=batcher)
         batcher.flush()
     except Exception as exc:  # shown as a failure on the page, never as an empty answer
@@ -102,10 +126,11 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
     report = report_latest(job=job)
     if report is None:
         raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
-    body = strip_references_section(report.markdown).rstrip()
-    answer = strip_references_section(followup.answer).strip()
+    body = report_in_registry_numbers(job=job, markdown=report.markdown)
+    answer = strip_references_section(followup.answer).strip()  # cites registry numbers already
     merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
-    # report_edit checks the citations and rebuilds one references list from the source registry.
+    # Without a references list report_edit reads registry numbers, checks the cited claims and
+    # writes one references list for the whole report, renumbered 1..n.
     version = report_edit(job=job, markdown=merged)
     FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
     return version.number

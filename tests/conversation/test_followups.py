@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from research.jobs import dispatch, followups, services
 from research.jobs.models import FollowUp, JobStatus, OutputStatus
 from tests.integration.helpers import assert_event_log_complete, wait_for
-from tests.support.citecheck import check_citations
+from tests.support.citecheck import check_citations, report_sources
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -53,7 +53,7 @@ def test_model_followup_cites_checked_sources_and_folds_into_a_rerendered_versio
     latest = job.report_versions.latest("number")
     assert "## How fast did solar module prices fall?" in latest.markdown
     assert latest.markdown.count("## References") == 1
-    assert check_citations(latest.markdown, sources) == []
+    assert check_citations(latest.markdown, report_sources(latest.markdown, job.sources.all())) == []
     pdf = job.artifacts.get(kind="pdf")
     text = subprocess.run(["pdftotext", pdf.file.path, "-"], capture_output=True, text=True, check=True).stdout
     assert "How fast did solar module prices fall?" in text  # the outputs were re-rendered from v2

@@ -10,7 +10,7 @@ import pytest
 from research.jobs.models import JobStatus, ResearchJob
 from tests.e2e.conftest import sign_in
 from tests.e2e.test_clarify_browser import _shot
-from tests.support.citecheck import check_citations
+from tests.support.citecheck import check_citations, report_sources
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +52,7 @@ def test_followup_then_fold_into_a_new_version(page, dora, asgi_server, worker, 
     job.refresh_from_db()
     latest = job.report_versions.latest("number")
     assert latest.number == 2 and "## How fast did solar module prices fall?" in latest.markdown
-    assert check_citations(latest.markdown, sources) == []
+    assert check_citations(latest.markdown, report_sources(latest.markdown, job.sources.all())) == []
     assert job.followups.get(number=1).folded_into == 2
     assert job.status == JobStatus.DONE
     page.screenshot(path=str(_shot("followup-folded")), full_page=True)
