@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED := 1
 -include .env
 export
 
-.PHONY: run worker test lint bench stress eval setup sysdeps migrate check-deploy clean
+.PHONY: run worker test test-models lint bench stress eval setup sysdeps migrate check-deploy clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ test: setup
 	$(PY) scripts/import_graph.py --quiet
 	$(MAKE) --no-print-directory check-deploy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+# Whole jobs against a real model server (llama-cpp-python + SmolLM2-135M); see README "Models".
+test-models: setup
+	./scripts/test-models.sh
 
 bench: setup
 	$(PY) bench/run.py

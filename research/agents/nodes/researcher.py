@@ -11,7 +11,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.citations import filter_citations, strip_references_section
 from research.agents.clock import today_section
-from research.agents.nodes.budget import StepBudget
+from research.agents.nodes.budget import StepBudget, round_seconds
 from research.agents.nodes.messages import (
     allowed_from_prior,
     assistant_tool_message,
@@ -195,7 +195,7 @@ def research(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResu
     stop = ""
     while True:
         ctx.check_cancelled()
-        stop = budget.exhausted()
+        stop = budget.exhausted(round_s=round_seconds(llm))
         if stop:
             break
         budget.rounds += 1
