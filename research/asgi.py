@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through a body-size cap and Django; WebSockets through Channels (Origin: scheme + host + port, session)."""
+"""ASGI entry point: HTTP through a body-size cap and Django; WebSockets through Channels (origin, session)."""
 
 from __future__ import annotations
 

@@ -7,3 +7,5 @@ urlpatterns = [
     path("kb/", include("research.knowledge.urls")),
     path("", include("research.jobs.urls")),
 ]
+
+handler400 = "research.errors.bad_request"

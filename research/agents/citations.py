@@ -31,7 +31,7 @@ def _fix_citations(text: str, known: set[int], cited: list[int]) -> tuple[str, i
 
     def repl(match: re.Match[str]) -> str:
         nonlocal removed
-        numbers = [int(n) for n in re.split(r"\s*,\s*", match.group(1))]
+        numbers = [int(n) for n in match.group(1).split(",")]  # int() ignores the spaces; no regex
         kept = [n for n in numbers if n in known]
         removed += len(numbers) - len(kept)
         for n in kept:

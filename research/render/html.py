@@ -250,7 +250,7 @@ def _split_citations(content: str, level: int) -> list[Token]:
     for match in CITATION_RE.finditer(content):
         if match.start() > pos:
             out.append(_text_token(content[pos : match.start()], level))
-        for number in re.split(r"\s*[,，]\s*", match.group(1)):
+        for number in re.split(r"[,，]", match.group(1)):
             link = Token("link_open", "a", 1, level=level)
             link.attrs = {"class": "cite", "href": f"#ref-{int(number)}"}
             out += [link, _text_token(f"[{int(number)}]", level + 1), Token("link_close", "a", -1, level=level)]
