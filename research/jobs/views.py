@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from research.agents.types import Plan
 from research.jobs import selectors, services
+from research.jobs.artifacts import job_dir_path
 from research.jobs.forms import (
     JobCreateForm,
     PlanMetaForm,
@@ -280,7 +281,7 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
 @require_GET
 def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileResponse:
     art = selectors.artifact_get_for_user(user=request.user, job_id=job_id, name=name)
-    root = (Path(settings.MEDIA_ROOT) / "jobs" / str(job_id)).resolve()
+    root = job_dir_path(job_id).resolve()
     path = Path(art.file.path).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         raise Http404("No such file")
