@@ -42,7 +42,7 @@ REFERENCE_HEADINGS = frozenset(
 )
 # A figure name is one path component with an image extension: no directories, no "..", no scheme.
 _FIGURE_NAME_RE = re.compile(r"^[\w][\w.\- ]{0,150}\.(?:png|jpe?g|gif|webp)$", re.IGNORECASE)
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are cut in _heading_text (no backtracking)
 _FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 # Raw HTML written in a report (or smuggled in as entities, which markdown-it decodes to text):
 # tags are removed from the visible text and these elements lose their content as well.
@@ -411,13 +411,22 @@ def _iter_lines_outside_fences(md: str) -> list[tuple[str, bool]]:
     return out
 
 
+def _heading_text(match: re.Match[str]) -> str:
+    """A heading's text without an optional closing sequence (`## Title ##`)."""
+    text = match.group(2).strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.strip()
+    return text
+
+
 def markdown_title(md: str, default: str = "") -> str:
     """The first `# Title` (any level if there is no level-1), else the first non-empty line."""
     first_heading = ""
     for line, fenced in _iter_lines_outside_fences(md):
         match = None if fenced else _HEADING_RE.match(line)
         if match:
-            title = strip_citations(strip_inline_markdown(match.group(2)))
+            title = strip_citations(strip_inline_markdown(_heading_text(match)))
             if len(match.group(1)) == 1:
                 return title
             first_heading = first_heading or title
@@ -439,7 +448,7 @@ def markdown_sections(md: str) -> list[Section]:
         if match:
             if title or "".join(body).strip():
                 sections.append(Section(level, title, "\n".join(body).strip("\n")))
-            level, title, body = len(match.group(1)), strip_inline_markdown(match.group(2)), []
+            level, title, body = len(match.group(1)), strip_inline_markdown(_heading_text(match)), []
         else:
             body.append(line)
     if title or "".join(body).strip():
@@ -452,12 +461,21 @@ def strip_citations(text: str) -> str:
     return re.sub(r"\s+([,.;:!?，。；：！？])", r"\1", text).strip()
 
 
+_INLINE_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough"])
+
+
 def strip_inline_markdown(text: str) -> str:
-    """Plain text of one line of inline Markdown: links keep their text, images and markup go."""
-    text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", "", text)
-    text = re.sub(r"\[([^\]]+)\]\((?:[^()]|\([^)]*\))*\)", r"\1", text)
-    text = re.sub(r"`([^`]*)`", r"\1", text)
-    text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)
-    text = re.sub(r"(?<![\w*])[*_](\S(?:.*?\S)?)[*_](?![\w*])", r"\1", text)
-    text = re.sub(r"<[^>]{0,200}>", "", text)
-    return re.sub(r"[ \t]+", " ", text).strip()
+    """Plain text of one line of inline Markdown: links keep their text, images and markup go.
+
+    markdown-it's own inline tokenizer does the work (linear time; the regexes this replaced
+    backtracked quadratically on lines like `_a _a _a …`), then tag-like text is dropped.
+    """
+    out: list[str] = []
+    for token in _INLINE_PARSER.parseInline(text or ""):
+        for child in token.children or []:
+            if child.type in {"text", "code_inline"}:
+                out.append(child.content)
+            elif child.type in {"softbreak", "hardbreak"}:
+                out.append(" ")
+    plain, _inside = _strip_raw_html("".join(out), None)
+    return " ".join(plain.split())
