@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through a body-size cap and Django; WebSockets through Channels (Origin, session)."""
+"""ASGI entry point: HTTP through a body-size cap and Django; WebSockets through Channels (origin, session)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from research.jobs.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
 from research.jobs.routing import websocket_urlpatterns  # noqa: E402
+from research.jobs.ws_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # Bodies are counted as they stream in: oversized (also chunked) requests get 413 before Django spools them.
         "http": BodySizeLimitMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -121,6 +121,18 @@ CHANNEL_LAYERS = {
     }
 }
 
+# The rate-limit counters must be shared by every web process: Redis (INCR is atomic).
+RATELIMIT_CACHE_URL = env_str("RATELIMIT_CACHE_URL", "") or REDIS_URL
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 200}},
+    "ratelimit": (
+        {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}
+        if RATELIMIT_CACHE_URL.startswith("locmem:")
+        else {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": RATELIMIT_CACHE_URL}
+    ),
+}
+RATELIMIT_USE_CACHE = "ratelimit"
+
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
@@ -155,6 +167,12 @@ JOB_STEP_CONCURRENCY = env_int("JOB_STEP_CONCURRENCY", 0)  # 0 = unlimited
 JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")
 API_RATE = env_str("API_RATE", "120/m")  # API requests per token (django-ninja throttle)
 SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MCP server returns
+# Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account and per IP.
+RERENDER_RATE = env_str("RERENDER_RATE", "30/h")
+REPORT_EDIT_RATE = env_str("REPORT_EDIT_RATE", "60/h")
+KB_UPLOAD_RATE = env_str("KB_UPLOAD_RATE", "60/h")
+LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")
+RATELIMIT_IP_HEADER = env_str("RATELIMIT_IP_HEADER", "")  # e.g. HTTP_X_REAL_IP behind a trusted proxy
 STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
 STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
 STEP_TIME_BUDGET_S = env_int("STEP_TIME_BUDGET_S", 600)

@@ -8,3 +8,5 @@ urlpatterns = [
     path("", include("research.api.urls")),
     path("", include("research.jobs.urls")),
 ]
+
+handler400 = "research.errors.bad_request"

@@ -45,7 +45,7 @@ def render_claim(job_id: int, kind: str) -> OutputRender | None:
 
 def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[tuple[str, str, Path]]:
     """Render one output into workdir; returns (kind, name, path) for each file made."""
-    figures_dir = job_dir(job.pk)  # reports refer to figures/<name>
+    figures_dir = job_dir(job.pk) / "figures"  # reports say figures/<name>; the renderers take bare names
     engine = engine_for(job)
     ctx = JobContext(job)
     if kind == "pdf":

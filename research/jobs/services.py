@@ -7,16 +7,15 @@ states.job_set_status (re-exported here); messages to the workers go through dis
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research import ratelimit
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan, SourceRef
 from research.agents.verify import report_check
@@ -47,8 +46,7 @@ ENGINES = ("auto", "llm", "offline")
 MAX_QUESTION_CHARS = 4000
 
 
-class RateLimited(Exception):
-    pass
+RateLimited = ratelimit.RateLimited
 
 
 class StalePlan(Exception):
@@ -57,12 +55,6 @@ class StalePlan(Exception):
 
 class InvalidAction(Exception):
     """The job is not in a state that allows this."""
-
-
-def _parse_rate(rate: str) -> tuple[int, timedelta]:
-    count, _, unit = rate.partition("/")
-    seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(unit.strip() or "h", 3600)
-    return int(count), timedelta(seconds=seconds)
 
 
 def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
@@ -131,12 +123,17 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
         collection_get_for_user(user=user, collection_id=clean["kb"])  # 404 for others' collections
     if not clean["web"] and clean["kb"] is None:
         raise ValidationError(_("A job without web search needs a knowledge base."))
-    limit, window = _parse_rate(settings.JOB_CREATE_RATE)
-    recent = ResearchJob.objects.filter(owner=user, created__gte=timezone.now() - window).count()
-    if recent >= limit:
+    # An atomic counter, not a count of rows: parallel posts cannot pass together, deletes free nothing.
+    verdict = ratelimit.ratelimit_hit(scope="job_create", key=f"user:{user.pk}", rate=settings.JOB_CREATE_RATE)
+    if not verdict.allowed:
         raise RateLimited(
-            _("You can start %(limit)d jobs per %(minutes)d minutes; please wait.")
-            % {"limit": limit, "minutes": int(window.total_seconds() // 60)}
+            verdict,
+            _("You can start %(limit)d jobs per %(window)s; please wait %(seconds)d seconds.")
+            % {
+                "limit": verdict.limit,
+                "window": settings.JOB_CREATE_RATE.partition("/")[2],
+                "seconds": verdict.retry_after,
+            },
         )
     with transaction.atomic():
         job = ResearchJob.objects.create(

@@ -31,7 +31,8 @@ from research.jobs.forms import (
     plan_rows_from_post,
 )
 from research.jobs.models import JobStatus, ResearchJob
-from research.render.html import markdown_to_html
+from research.ratelimit import ratelimited
+from research.render.html import report_html_cached
 
 
 def _user(request: HttpRequest) -> User:
@@ -84,7 +85,9 @@ def job_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc)
         except services.RateLimited as exc:
             form.add_error(None, str(exc))
-            return render(request, "jobs/new.html", {"form": form}, status=429)
+            response = render(request, "jobs/new.html", {"form": form}, status=429)
+            response["Retry-After"] = str(exc.verdict.retry_after)
+            return response
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(request, "jobs/new.html", {"form": form}, status=400 if form.errors else 200)
@@ -125,7 +128,9 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "renders": {r.kind: r for r in job.renders.all()},
         "artifacts": job.artifacts.exclude(kind="figure").order_by("created"),
         "report": report,
-        "report_html": markdown_to_html(report.markdown, figure_url=_figure_url(job)) if report else "",
+        "report_html": report_html_cached(report_id=report.pk, markdown=report.markdown, figure_url=_figure_url(job))
+        if report
+        else "",
         "plan_versions": job.plan_versions.order_by("number"),
         "accepted_plan": selectors.plan_accepted(job=job),
         "cost": selectors.job_cost(job=job),
@@ -247,11 +252,13 @@ def job_delete(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@ratelimited("rerender", "RERENDER_RATE")
 def job_rerender(request: HttpRequest, job_id: int) -> HttpResponse:
     return _job_action(request, job_id, "rerender")
 
 
 @login_required
+@ratelimited("report_edit", "REPORT_EDIT_RATE")
 def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     report = selectors.report_latest(job=job)

@@ -30,6 +30,8 @@ class MultipleFileField(forms.FileField):
 
     def clean(self, data: Any, initial: Any = None) -> list[UploadedFile]:
         single = super().clean
+        if isinstance(data, list | tuple) and not data:
+            data = None  # no file chosen: the "required" message, not an empty success
         if isinstance(data, list | tuple):
             return [single(item, initial) for item in data]
         return [single(data, initial)]

@@ -22,6 +22,7 @@ from research.knowledge import selectors, services
 from research.knowledge.forms import CollectionForm, SearchForm, UploadForm
 from research.knowledge.models import Collection
 from research.knowledge.uploads import MAX_FILES_PER_UPLOAD, KBUploadLimitHandler, per_file_limit, request_limit
+from research.ratelimit import ratelimited
 
 # Longer texts are cut on the page (the full text stays indexed and in the admin).
 DOCUMENT_TEXT_PREVIEW_CHARS = 200_000
@@ -111,6 +112,7 @@ def collection_detail_url(collection_id: int) -> str:
 # are in place at that moment (see Django's "modifying upload handlers on the fly").
 @csrf_exempt
 @login_required
+@ratelimited("kb_upload", "KB_UPLOAD_RATE")
 def document_upload(request: HttpRequest, collection_id: int) -> HttpResponse:
     collection = selectors.collection_get_for_user(user=request.user, collection_id=collection_id)
     if request.method != "POST":

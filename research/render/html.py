@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 import nh3
+from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -41,14 +42,13 @@ REFERENCE_HEADINGS = frozenset(
 )
 # A figure name is one path component with an image extension: no directories, no "..", no scheme.
 _FIGURE_NAME_RE = re.compile(r"^[\w][\w.\- ]{0,150}\.(?:png|jpe?g|gif|webp)$", re.IGNORECASE)
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are cut in _heading_text (no backtracking)
 _FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 # Raw HTML written in a report (or smuggled in as entities, which markdown-it decodes to text):
 # tags are removed from the visible text and these elements lose their content as well.
-_RAW_TAG_RE = re.compile(
-    r"<!--.*?(?:-->|$)|<(/?)([A-Za-z][\w:-]*)(?:(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>|\s[^<>]*=[^<>]*$)",
-    re.DOTALL,
-)  # the last branch: a tag left unclosed at the end of the text, e.g. `<img src=x onerror=…`
+# Scanned by hand with str.find (see _raw_tags), never with a backtracking pattern: report text
+# is up to 500k characters and the scan runs on the web server.
+_TAG_NAME_RE = re.compile(r"<(/?)([A-Za-z][\w:-]*+)")  # possessive: nothing to backtrack into
 _DROP_CONTENT = frozenset(
     {"script", "style", "iframe", "object", "embed", "svg", "math", "template", "noscript", "textarea"}
 )
@@ -130,19 +130,91 @@ def is_reference_heading(title: str) -> bool:
     return title.strip().strip(":：").strip().lower() in REFERENCE_HEADINGS
 
 
+class _Finder:
+    """`text.find(needle, pos)` with the answer remembered while `pos` has not passed it.
+
+    Asking again from a later start reuses the last hit, so a scan that asks at every `<`
+    reads the text once in all (linear), not once per `<` (quadratic).
+    """
+
+    def __init__(self, text: str, needle: str) -> None:
+        self.text, self.needle, self.hit, self.start = text, needle, -1, len(text) + 1
+
+    def __call__(self, pos: int) -> int:
+        if not (self.start <= pos and (self.hit == -1 or self.hit >= pos)):
+            self.hit, self.start = self.text.find(self.needle, pos), pos
+        return self.hit
+
+
+def _raw_tags(text: str) -> list[tuple[int, int, bool, str]]:
+    """(start, end, closing, lower-case name) of each tag-like run: `<!-- … -->`, `<name …>`, `</name>`.
+
+    A tag ends at the first `>` outside quotes. One left open at the end of the text
+    (`<img src=x onerror=…`) counts when it has an attribute (whitespace, then `=`).
+    Linear time: a scan that stops at an unquoted `<` resumes there, and after one scan ran
+    off the end inside a quote, quotes are no longer special (so no scan is repeated).
+    """
+    find = {needle: _Finder(text, needle) for needle in ("<", ">", '"', "'", "=", "-->")}
+    found: list[tuple[int, int, bool, str]] = []
+    quotes = True
+    pos = 0
+    while (start := find["<"](pos)) != -1:
+        if text.startswith("<!--", start):
+            close = find["-->"](start + 4)
+            end = len(text) if close == -1 else close + 3
+            found.append((start, end, False, "!--"))
+            pos = end
+            continue
+        match = _TAG_NAME_RE.match(text, start)
+        after = match.end() if match else start
+        if match is None or not (after == len(text) or text[after] in "/>" or text[after].isspace()):
+            pos = start + 1
+            continue
+        end, outcome = _tag_body_end(text, after, find, quotes)
+        closing, name = bool(match.group(1)), match.group(2).lower()
+        if outcome == "tag":
+            found.append((start, end, closing, name))
+            pos = end
+        elif outcome == "lt":
+            pos = end  # a `<` we reached: the next candidate
+        elif find["="](after) != -1 and text[after : after + 1].isspace():
+            found.append((start, len(text), closing, name))  # open at the end, with an attribute
+            break
+        else:
+            quotes, pos = False, start + 1
+    return found
+
+
+def _tag_body_end(text: str, pos: int, find: dict[str, _Finder], quotes: bool) -> tuple[int, str]:
+    """Walk a tag's attributes from `pos`: ("tag", index after `>`), ("lt", index of `<`) or ("eof", len)."""
+    while True:
+        gt, lt = find[">"](pos), find["<"](pos)
+        marks = [gt, lt] + ([find['"'](pos), find["'"](pos)] if quotes else [])
+        first = min((m for m in marks if m != -1), default=-1)
+        if first == -1:
+            return len(text), "eof"
+        if first == gt:
+            return gt + 1, "tag"
+        if first == lt:
+            return lt, "lt"
+        close = find[text[first]](first + 1)
+        if close == -1:
+            return len(text), "eof"
+        pos = close + 1
+
+
 def _strip_raw_html(text: str, inside: str | None) -> tuple[str, str | None]:
     """Remove tag-like text; `inside` is the dangerous element we are in (its content is dropped too)."""
     out: list[str] = []
     pos = 0
-    for match in _RAW_TAG_RE.finditer(text):
+    for start, end, closing, name in _raw_tags(text):
         if inside is None:
-            out.append(text[pos : match.start()])
-        name = (match.group(2) or "").lower()
-        if inside is None and not match.group(1) and name in _DROP_CONTENT and not match.group(0).endswith("/>"):
+            out.append(text[pos:start])
+        if inside is None and not closing and name in _DROP_CONTENT and text[end - 2 : end] != "/>":
             inside = name
-        elif inside is not None and match.group(1) and name == inside:
+        elif inside is not None and closing and name == inside:
             inside = None
-        pos = match.end()
+        pos = end
     if inside is None:
         out.append(text[pos:])
     return "".join(out), inside
@@ -178,7 +250,7 @@ def _split_citations(content: str, level: int) -> list[Token]:
     for match in CITATION_RE.finditer(content):
         if match.start() > pos:
             out.append(_text_token(content[pos : match.start()], level))
-        for number in re.split(r"\s*[,，]\s*", match.group(1)):
+        for number in re.split(r"[,，]", match.group(1)):
             link = Token("link_open", "a", 1, level=level)
             link.attrs = {"class": "cite", "href": f"#ref-{int(number)}"}
             out += [link, _text_token(f"[{int(number)}]", level + 1), Token("link_close", "a", -1, level=level)]
@@ -298,6 +370,23 @@ def markdown_to_html(md: str, *, figure_url: Callable[[str], str] | None = None)
     return mark_safe(sanitize_html(raw))  # noqa: S308 - sanitized by nh3 on the line itself
 
 
+HTML_CACHE_VERSION = 1  # bump when the renderer's output changes
+
+
+def report_html_cached(*, report_id: int, markdown: str, figure_url: Callable[[str], str]) -> SafeString:
+    """`markdown_to_html` once per report version: a version never changes, so page views reuse it.
+
+    The key holds the figure URL prefix too (the same version may be shown under another URL).
+    """
+    key = f"report-html:{HTML_CACHE_VERSION}:{report_id}:{figure_url('x.png')}"
+    cached = cache.get(key)
+    if isinstance(cached, str):
+        return mark_safe(cached)  # noqa: S308 - stored below, after nh3
+    html = markdown_to_html(markdown, figure_url=figure_url)
+    cache.set(key, str(html), timeout=24 * 3600)
+    return html
+
+
 def default_figure_url(prefix: str) -> Callable[[str], str]:
     """A figure_url that serves figures under a URL prefix (e.g. a job's figure view)."""
     return lambda name: prefix.rstrip("/") + "/" + quote(name)
@@ -322,13 +411,22 @@ def _iter_lines_outside_fences(md: str) -> list[tuple[str, bool]]:
     return out
 
 
+def _heading_text(match: re.Match[str]) -> str:
+    """A heading's text without an optional closing sequence (`## Title ##`)."""
+    text = match.group(2).strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.strip()
+    return text
+
+
 def markdown_title(md: str, default: str = "") -> str:
     """The first `# Title` (any level if there is no level-1), else the first non-empty line."""
     first_heading = ""
     for line, fenced in _iter_lines_outside_fences(md):
         match = None if fenced else _HEADING_RE.match(line)
         if match:
-            title = strip_citations(strip_inline_markdown(match.group(2)))
+            title = strip_citations(strip_inline_markdown(_heading_text(match)))
             if len(match.group(1)) == 1:
                 return title
             first_heading = first_heading or title
@@ -350,7 +448,7 @@ def markdown_sections(md: str) -> list[Section]:
         if match:
             if title or "".join(body).strip():
                 sections.append(Section(level, title, "\n".join(body).strip("\n")))
-            level, title, body = len(match.group(1)), strip_inline_markdown(match.group(2)), []
+            level, title, body = len(match.group(1)), strip_inline_markdown(_heading_text(match)), []
         else:
             body.append(line)
     if title or "".join(body).strip():
@@ -363,12 +461,21 @@ def strip_citations(text: str) -> str:
     return re.sub(r"\s+([,.;:!?，。；：！？])", r"\1", text).strip()
 
 
+_INLINE_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough"])
+
+
 def strip_inline_markdown(text: str) -> str:
-    """Plain text of one line of inline Markdown: links keep their text, images and markup go."""
-    text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", "", text)
-    text = re.sub(r"\[([^\]]+)\]\((?:[^()]|\([^)]*\))*\)", r"\1", text)
-    text = re.sub(r"`([^`]*)`", r"\1", text)
-    text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)
-    text = re.sub(r"(?<![\w*])[*_](\S(?:.*?\S)?)[*_](?![\w*])", r"\1", text)
-    text = re.sub(r"<[^>]{0,200}>", "", text)
-    return re.sub(r"[ \t]+", " ", text).strip()
+    """Plain text of one line of inline Markdown: links keep their text, images and markup go.
+
+    markdown-it's own inline tokenizer does the work (linear time; the regexes this replaced
+    backtracked quadratically on lines like `_a _a _a …`), then tag-like text is dropped.
+    """
+    out: list[str] = []
+    for token in _INLINE_PARSER.parseInline(text or ""):
+        for child in token.children or []:
+            if child.type in {"text", "code_inline"}:
+                out.append(child.content)
+            elif child.type in {"softbreak", "hardbreak"}:
+                out.append(" ")
+    plain, _inside = _strip_raw_html("".join(out), None)
+    return " ".join(plain.split())
