@@ -230,6 +230,10 @@ def _stage_plan(job: ResearchJob) -> None:
     errors = validate_plan(plan, max_steps=max_steps)
     if errors:
         raise ValueError("the planner produced an invalid plan: " + "; ".join(errors))
+    if not job.options.get("auto_accept"):  # warn on the plan form, before the user accepts
+        from research.jobs.search_check import search_check_emit
+
+        search_check_emit(job=job)
     with transaction.atomic():
         _still_wanted(job.pk)
         version = plan_version_create(job=job, plan=plan, author="planner", feedback=feedback)
@@ -424,7 +428,8 @@ def _step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
             payload: dict[str, Any] = {"step": step.step_id}
             if fields.get("status") == StepStatus.DONE:
                 payload.update({"figures": fields.get("result", {}).get("figures", []),
-                                "chars": len(fields.get("result_md", ""))})
+                                "chars": len(fields.get("result_md", "")),
+                                "finding": " ".join(str(fields.get("result_md", "")).split())[:280]})
                 event_emit(job_id=job_id, type="step.completed", payload=payload)
             elif fields.get("status") == StepStatus.CANCELLED:
                 event_emit(job_id=job_id, type="step.cancelled", payload=payload)

@@ -19,5 +19,6 @@ urlpatterns = [
     path("jobs/<int:job_id>/delete/", views.job_delete, name="job_delete"),
     path("jobs/<int:job_id>/rerender/", views.job_rerender, name="job_rerender"),
     path("jobs/<int:job_id>/report/edit/", views.job_report_edit, name="job_report_edit"),
+    path("jobs/<int:job_id>/previews/<str:name>", views.job_preview, name="job_preview"),
     path("jobs/<int:job_id>/files/<path:name>", views.artifact_download, name="artifact_download"),
 ]
