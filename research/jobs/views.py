@@ -144,6 +144,10 @@ def _downloads(job: ResearchJob) -> list[dict[str, Any]]:
 
 
 def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dict[str, Any]:
+    # The seq first, then the state: the page then shows at least every event up to rendered_seq, so the
+    # JS may skip refreshing for those without missing a change.
+    rendered_seq = job.events.aggregate(m=Max("seq"))["m"] or 0
+    job.refresh_from_db()
     report = selectors.report_latest(job=job)
     ctx: dict[str, Any] = {
         "job": job,
@@ -164,7 +168,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "failure": failure_explain(job=job),
         "media": job_media(job=job),
         "downloads": _downloads(job),
-        "rendered_seq": job.events.aggregate(m=Max("seq"))["m"] or 0,
+        "rendered_seq": rendered_seq,
     }
     if job.status == JobStatus.AWAITING_REVIEW and "formset" not in extra:
         ctx.update(_plan_forms(job))

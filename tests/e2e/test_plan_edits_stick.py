@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
 from research.agents.types import Plan
 from research.jobs import services
-from research.jobs.models import JobStatus, ResearchJob
+from research.jobs.models import JobStatus, PlanVersion, ResearchJob
 from tests.e2e.conftest import sign_in
 from tests.integration.helpers import wait_for
 
@@ -115,8 +116,10 @@ def test_stale_form_refusal_keeps_input_and_accepting_again_applies_it(page, dor
                                                                       live_settings):
     base = asgi_server.url
     sign_in(page, base)
-    job_id = _submit(page, base, "How do wind and solar compare on cost?", max_steps=2)
+    job_id = _submit(page, base, "How do wind and solar compare on cost?", max_steps=3)
     _fill(page, 0, "Onshore wind costs")
+    page.click('button[value="delete-2"]')
+    page.wait_for_selector(".plan-step >> nth=1")
     page.click("#add-step")
     page.wait_for_selector(".plan-step >> nth=2")
     _fill(page, 2, "Offshore wind costs", "offshore wind levelized cost")
@@ -146,6 +149,12 @@ def test_replan_keeps_feedback_flow_and_new_plan_is_editable(page, dora, asgi_se
     _fill(page, 0, "Drilling costs for geothermal wells")
     page.fill("textarea[name=feedback]", "Focus on costs")
     page.click("#replan")
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and PlanVersion.objects.filter(job_id=job_id).count() < 3:
+        time.sleep(0.3)
+    job = wait_for(ResearchJob.objects.get(pk=job_id), {JobStatus.AWAITING_REVIEW, JobStatus.FAILED}, worker=worker)
+    assert job.plan_versions.count() == 3, (job.status, job.error, list(job.plan_versions.values_list("number",
+                                                                                                     "author")))
     page.wait_for_selector("#plan-editor[data-version='3']", timeout=90_000)  # v2 = the user's edit, v3 = planner
     _settle(page)
     _fill(page, 1, "Permitting timelines")
