@@ -134,7 +134,7 @@ def _downloads(job: ResearchJob) -> list[dict[str, Any]]:
     for kind, file_kinds in OUTPUT_FILES.items():
         files = [a for k in file_kinds for a in arts.get(k, [])]
         r = renders.get(kind)
-        if not files and r is None:
+        if not files and (r is None or r.status == "pending"):
             continue
         rows.append({"kind": kind, "label": labels[kind], "files": files, "render": r is not None,
                      "status": r.status if r else "done",

@@ -71,6 +71,14 @@
     try { return new URL(url).host || url; } catch (e) { return url || ""; }
   }
 
+  function place(url) {  // host and a short path: enough to tell pages apart
+    try {
+      const u = new URL(url);
+      const path = u.pathname.length > 32 ? u.pathname.slice(0, 31) + "…" : u.pathname;
+      return u.host + (path === "/" ? "" : path);
+    } catch (e) { return url || ""; }
+  }
+
   function titleOf(step) { return stepTitles[step] || step || ""; }
 
   function el(tag, cls, text) {
@@ -85,7 +93,7 @@
     const v = Object.assign({}, p, {title: titleOf(p.step)});
     switch (ev.type) {
       case "job.status": return t("status", {status: label("statuses", p.status)});
-      case "job.engine": return t("engine", {engine: label("engines", p.engine), reason: p.reason || ""});
+      case "job.engine": return t("engine", {engine: label("engines", p.engine), reason: label("reasons", p.reason || "")});
       case "plan.ready": return t("plan_ready", {version: p.version, title: (p.plan && p.plan.title) || ""});
       case "plan.updated": return t("plan_updated", {version: p.version, author: label("authors", p.author)});
       case "plan.accepted": return t("plan_accepted", p);
@@ -222,9 +230,9 @@
         const li = card.queries[p.query];
         if (li) li.appendChild(el("small", "", " · " + t("results", p)));
       } else if (p.kind === "fetch") {
-        section(card, "pages").appendChild(el("li", "page", host(p.url)));
+        section(card, "pages").appendChild(el("li", "page", place(p.url)));
       } else if (p.kind === "fetch_failed") {
-        section(card, "pages").appendChild(el("li", "page bad", host(p.url) + " — " + t("unreadable")));
+        section(card, "pages").appendChild(el("li", "page bad", place(p.url) + " — " + t("unreadable")));
       } else if (p.kind === "code") {
         section(card, "code").appendChild(el("li", "code", t("lines", p)));
       } else if (p.kind === "code_result") {
