@@ -7,7 +7,6 @@ from collections import Counter
 from typing import Any
 
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from research.jobs.models import JobStatus, ResearchJob
 
@@ -90,7 +89,7 @@ def failure_explain(*, job: ResearchJob) -> dict[str, Any] | None:
         distinct = list(dict.fromkeys(err for _s, err in step_errors if _kind(err) == "other"))
         first = distinct[0].split("\n")[0][:300]
         n = kinds["other"]
-        summary = ngettext("A step failed: %(why)s", "%(n)d steps failed: %(why)s", n) % {"n": n, "why": first}
+        summary = (_("A step failed: %(why)s") if n == 1 else _("%(n)d steps failed: %(why)s")) % {"n": n, "why": first}
         if len(distinct) > 1:
             summary += " " + _("(and %(n)d other reasons; see the details)") % {"n": len(distinct) - 1}
     elif job.error:
@@ -99,8 +98,8 @@ def failure_explain(*, job: ResearchJob) -> dict[str, Any] | None:
         summary = _("The job failed without a recorded reason.")
     if kinds.get("skipped"):
         n = kinds["skipped"]
-        summary += " " + ngettext("%(n)d step was skipped because a step it depends on failed.",
-                                  "%(n)d steps were skipped because a step they depend on failed.", n) % {"n": n}
+        summary += " " + (_("One step was skipped because a step it depends on failed.") if n == 1 else
+                          _("%(n)d steps were skipped because a step they depend on failed.") % {"n": n})
     if not advice and ("budget" in summary.lower() or "time limit" in summary.lower()):
         advice = _("Try fewer steps, or raise the job budgets (JOB_* settings).")
     if not advice and ("model" in summary.lower() or "llm" in summary.lower()):

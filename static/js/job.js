@@ -162,7 +162,7 @@
     const holder = document.getElementById("cards");
     if (!wrap || !holder) return null;
     wrap.hidden = false;
-    const node = el("article", "step-card status-queued");
+    const node = el("article", "step-card card-queued");
     node.dataset.step = step;
     const head = el("header", "");
     const title = el("h3", "", titleOf(step));
@@ -178,7 +178,7 @@
   }
 
   function setState(card, state) {
-    card.node.className = "step-card status-" + state;
+    card.node.className = "step-card card-" + state;
     card.chip.textContent = t(state);
   }
 
@@ -206,7 +206,8 @@
       if (p.finding) {
         const f = section(card, "finding");
         f.textContent = "";
-        f.appendChild(el("li", "finding", p.finding.length >= 280 ? p.finding + "…" : p.finding));
+        const text = String(p.finding).replace(/^[-*]\s+/, "");
+        f.appendChild(el("li", "finding", p.finding.length >= 280 ? text + "…" : text));
       }
     } else if (ev.type === "step.failed") {
       setState(card, "failed");

@@ -14,7 +14,6 @@ import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
 from tests.e2e.conftest import sign_in
-from tests.integration.helpers import wait_for
 from tests.support.procs import AsgiServer, WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -73,7 +72,7 @@ def test_plan_review_live_cards_and_done(page, dora, asgi_server, worker, live_s
     assert job.status == JobStatus.DONE, job.error
     cards = page.locator(".step-card")
     assert cards.count() == job.steps.count()
-    assert page.locator(".step-card.status-done").count() == job.steps.count()
+    assert page.locator(".step-card.card-done").count() == job.steps.count()
     assert page.locator(".step-card .sec-queries li").count() >= 1
     host = page.locator(".step-card .sec-sources li .host").first.inner_text().strip()
     assert host.startswith("127.0.0.1:")  # sources show where they came from
@@ -130,5 +129,5 @@ def test_no_search_is_warned_at_plan_time_and_failure_is_said_once(page, dora, d
     page.click("#job-error details summary")
     assert "Connection refused" in page.inner_text("#job-error details")
     assert page.locator("button.rerender").count() == 0  # no report: nothing to re-render
-    assert page.locator(".step-card.status-failed").count() == job.steps.count()
+    assert page.locator(".step-card.card-failed").count() == job.steps.count()
     _shot(page, f"{lang}-5-failed-no-search")
