@@ -121,3 +121,26 @@ def job_summary(*, job: ResearchJob) -> dict[str, Any]:
         "tokens": {"prompt": job.prompt_tokens, "completion": job.completion_tokens},
         "events": job.event_seq,
     }
+
+
+def report_unknown_citations(*, job: ResearchJob, markdown: str) -> int:
+    """How many [n] in an edited report match no source of the job, checked like generated reports are."""
+    from research.agents.citations import finalize_report
+    from research.agents.types import SourceRef
+
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number").only("number", "url", "title", "kind")]
+    return finalize_report(markdown, sources, locale=job.locale).removed
+
+
+def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[tuple[str, str]]:
+    """A unified line diff as (kind, line) pairs: kind is add, del, hunk or same."""
+    import difflib
+
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_label, new_label, lineterm="", n=2):
+        if line.startswith(("+++", "---")):
+            continue
+        kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+        out.append((kind, line))
+    return out

@@ -19,6 +19,8 @@ urlpatterns = [
     path("jobs/<int:job_id>/delete/", views.job_delete, name="job_delete"),
     path("jobs/<int:job_id>/rerender/", views.job_rerender, name="job_rerender"),
     path("jobs/<int:job_id>/report/edit/", views.job_report_edit, name="job_report_edit"),
+    path("jobs/<int:job_id>/report/preview/", views.job_report_preview, name="job_report_preview"),
+    path("jobs/<int:job_id>/report/v/<int:number>/", views.job_report_version, name="job_report_version"),
     path("jobs/<int:job_id>/previews/<str:name>", views.job_preview, name="job_preview"),
     path("jobs/<int:job_id>/files/<path:name>", views.artifact_download, name="artifact_download"),
 ]

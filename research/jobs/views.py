@@ -300,6 +300,15 @@ def job_rerender(request: HttpRequest, job_id: int) -> HttpResponse:
     return _job_action(request, job_id, "rerender")
 
 
+def _report_check(job: ResearchJob, markdown: str) -> str:
+    """An error message when the edit cites numbers no source has; empty when every [n] is known."""
+    unknown = selectors.report_unknown_citations(job=job, markdown=markdown)
+    if not unknown:
+        return ""
+    return _("%(n)d citation(s) match no source of this job; the sources are numbered 1–%(max)d. "
+             "Fix or remove them, then save.") % {"n": unknown, "max": job.sources.count()}
+
+
 @login_required
 def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
@@ -308,15 +317,58 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
         raise Http404("No report yet")
     form = ReportEditForm(request.POST or None, initial={"markdown": report.markdown})
     if request.method == "POST" and form.is_valid():
-        try:
-            services.report_edit(job=job, markdown=form.cleaned_data["markdown"])
-        except (services.InvalidAction, ValidationError) as exc:
-            form.add_error(None, str(exc))
+        problem = _report_check(job, form.cleaned_data["markdown"])
+        if problem:
+            form.add_error("markdown", problem)
         else:
-            messages.success(request, _("Saved as a new version; the outputs are being re-rendered."))
-            return redirect("job_detail", job_id=job.pk)
+            try:
+                services.report_edit(job=job, markdown=form.cleaned_data["markdown"])
+            except (services.InvalidAction, ValidationError) as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, _("Saved as a new version; the outputs are being re-rendered."))
+                return redirect("job_detail", job_id=job.pk)
     versions = job.report_versions.order_by("-number")
-    return render(request, "jobs/report_edit.html", {"job": job, "form": form, "versions": versions})
+    markdown = form.data.get("markdown", report.markdown) if form.is_bound else report.markdown
+    preview = markdown_to_html(str(markdown), figure_url=_figure_url(job))
+    return render(request, "jobs/report_edit.html", {"job": job, "form": form, "versions": versions,
+                                                     "current": report, "preview": preview},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def job_report_preview(request: HttpRequest, job_id: int) -> JsonResponse:
+    """Live preview for the report editor: sanitized HTML plus the citation check, nothing saved."""
+    job = selectors.job_get_for_user(user=request.user, job_id=job_id)
+    markdown = request.POST.get("markdown", "")[:500_000]
+    return JsonResponse({"html": str(markdown_to_html(markdown, figure_url=_figure_url(job))),
+                         "problem": _report_check(job, markdown)})
+
+
+@login_required
+def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpResponse:
+    """Open an old report version, compare it with the current one, or restore it (POST)."""
+    job = selectors.job_get_for_user(user=request.user, job_id=job_id)
+    version = job.report_versions.filter(number=number).first()
+    current = selectors.report_latest(job=job)
+    if version is None or current is None:
+        raise Http404("No such version")
+    if request.method == "POST":
+        try:
+            services.report_edit(job=job, markdown=version.markdown)
+        except (services.InvalidAction, ValidationError) as exc:
+            messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        else:
+            messages.success(request, _("Restored v%(n)s as a new version; the outputs are being re-rendered.")
+                             % {"n": number})
+        return redirect("job_detail", job_id=job.pk)
+    diff = selectors.report_diff(old=version.markdown, new=current.markdown, old_label=f"v{number}",
+                                 new_label=f"v{current.number}") if version.pk != current.pk else []
+    return render(request, "jobs/report_version.html", {
+        "job": job, "version": version, "current": current, "diff": diff,
+        "html": markdown_to_html(version.markdown, figure_url=_figure_url(job)),
+    })
 
 
 @login_required
