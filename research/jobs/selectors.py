@@ -123,14 +123,12 @@ def job_summary(*, job: ResearchJob) -> dict[str, Any]:
     }
 
 
-def report_unknown_citations(*, job: ResearchJob, markdown: str) -> int:
-    """How many [n] in an edited report match no source of the job, checked like generated reports are."""
-    from research.agents.citations import finalize_report
-    from research.agents.types import SourceRef
+def report_unknown_citations(*, job: ResearchJob, markdown: str) -> list[int]:
+    """The [n] in an edited report that match no source of the job (same grammar as generated reports)."""
+    from research.agents.citations import citation_numbers, strip_references_section
 
-    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
-               for s in job.sources.order_by("number").only("number", "url", "title", "kind")]
-    return finalize_report(markdown, sources, locale=job.locale).removed
+    known = set(job.sources.values_list("number", flat=True))
+    return [n for n in citation_numbers(strip_references_section(markdown)) if n not in known]
 
 
 def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[tuple[str, str]]:

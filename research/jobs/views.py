@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from research.agents.types import Plan
 from research.jobs import selectors, services
+from research.jobs.artifacts import job_dir_path
 from research.jobs.failures import failure_explain, search_advice, search_unreachable_text
 from research.jobs.forms import (
     JobCreateForm,
@@ -305,8 +306,8 @@ def _report_check(job: ResearchJob, markdown: str) -> str:
     unknown = selectors.report_unknown_citations(job=job, markdown=markdown)
     if not unknown:
         return ""
-    return _("%(n)d citation(s) match no source of this job; the sources are numbered 1–%(max)d. "
-             "Fix or remove them, then save.") % {"n": unknown, "max": job.sources.count()}
+    return _("Unknown citation numbers: %(nums)s. Each [n] must match a source in the references list "
+             "(1–%(max)d).") % {"nums": ", ".join(f"[{n}]" for n in unknown), "max": job.sources.count()}
 
 
 @login_required
@@ -375,7 +376,7 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
 @require_GET
 def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileResponse:
     art = selectors.artifact_get_for_user(user=request.user, job_id=job_id, name=name)
-    root = (Path(settings.MEDIA_ROOT) / "jobs" / str(job_id)).resolve()
+    root = job_dir_path(job_id).resolve()
     path = Path(art.file.path).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         raise Http404("No such file")

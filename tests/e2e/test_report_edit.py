@@ -36,7 +36,7 @@ def test_report_edit_preview_citations_versions(page, dora, asgi_server, worker,
     area.fill("# Edited title\n\nA claim with a made-up source [99].\n")
     page.wait_for_selector("#report-preview h1:has-text('Edited title')")  # live preview
     page.wait_for_selector("#citation-problem", state="visible")  # flagged while typing
-    assert "1 citation" in page.inner_text("#citation-problem")
+    assert "[99]" in page.inner_text("#citation-problem")
     page.click("#save-report")
     page.wait_for_selector("#citation-problem", state="visible")
     assert job.report_versions.count() == 1  # refused: nothing saved, the text is still there
