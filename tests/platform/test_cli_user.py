@@ -29,9 +29,9 @@ def test_fresh_machine_without_users_still_runs(db):
 
 
 def test_cli_job_shows_up_for_its_user_in_the_web(db, alice, alice_client, charlie, monkeypatch):
-    from research.jobs import services
+    from research.jobs import dispatch, services
 
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     job = services.job_create(user=cli_user("alice"), question="What is new in batteries?", options={})
     assert "What is new in batteries?" in alice_client.get("/").content.decode()
     assert alice_client.get(f"/jobs/{job.pk}/").status_code == 200
