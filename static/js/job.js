@@ -65,6 +65,8 @@
     });
   }
 
+  const PROVIDERS = {searxng: "SearXNG", duckduckgo: "DuckDuckGo", tavily: "Tavily"};
+
   function label(group, code) { return (I18N[group] && I18N[group][code]) || code; }
 
   function host(url) {
@@ -108,7 +110,7 @@
           case "fetch": case "fetch_failed": return t(p.kind, Object.assign(v, {host: host(p.url)}));
           case "code_result": return t("code_result", Object.assign(v, {code: p.exit_code}));
           case "think": return t("think", Object.assign(v, {text: String(p.text || "").slice(0, 160)}));
-          case "provider_error": return t("provider_error", p);
+          case "provider_error": return t("provider_error", {provider: PROVIDERS[p.provider] || p.provider});
           case "background_failed": return t("background_failed");
           default: return t("other");
         }
@@ -224,6 +226,7 @@
       section(card, "sources").appendChild(li);
     } else if (ev.type === "step.activity") {
       if (p.kind === "search" || p.kind === "kb") {
+        if (card.queries[p.query]) return;  // a retry of the same query: listed once
         const li = el("li", "query", p.query || "");
         section(card, "queries").appendChild(li);
         card.queries[p.query] = li;
