@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED := 1
 -include .env
 export
 
-.PHONY: run worker test lint bench stress setup sysdeps migrate check-deploy clean
+.PHONY: run worker test test-models lint bench stress eval setup sysdeps migrate check-deploy clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,11 +47,18 @@ test: setup
 	$(MAKE) --no-print-directory check-deploy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
+# Whole jobs against a real model server (llama-cpp-python + SmolLM2-135M); see README "Models".
+test-models: setup
+	./scripts/test-models.sh
+
 bench: setup
 	$(PY) bench/run.py
 
 stress: setup
 	$(PY) bench/run.py --only scale,stream
+
+eval: setup
+	$(PY) bench/eval/run.py
 
 clean:
 	rm -rf .run outputs db.sqlite3

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from research.agents.clock import today_section
 from research.agents.nodes.model import StructuredOutputError, require_model
 from research.agents.prompts import load_prompt
 from research.agents.text import detect_locale
@@ -38,7 +39,8 @@ def coordinate(ctx: AgentContext) -> CoordinatorDecision:
         {"role": "system", "content": load_prompt("coordinator", detected)},
         {
             "role": "user",
-            "content": f"## Clarification allowed\n{'yes' if clarify_allowed else 'no'}\n\n## Question\n{question}",
+            "content": f"## Clarification allowed\n{'yes' if clarify_allowed else 'no'}\n\n## Question\n{question}"
+            f"\n\n{today_section()}",  # in the user turn: the system prefix stays cacheable
         },
     ]
     try:

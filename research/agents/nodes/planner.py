@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from research.agents.clock import today_section
 from research.agents.graph import normalize_plan
 from research.agents.nodes.model import EngineError, StructuredOutputError, require_model, truncate_tokens
 from research.agents.prompts import load_prompt
@@ -23,6 +24,7 @@ def plan(
     parts = [
         f"## Question\n{ctx.question.strip()}",
         f"## Locale\n{locale}",
+        today_section(),  # in the user turn: the system prefix stays cacheable
         f"## Maximum number of steps\n{max_steps}",
     ]
     if background.strip():
