@@ -106,7 +106,10 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
         "kb": int(kb) if kb not in (None, "", 0, "0") else None,
         "web": bool(options.get("web", True)),
         "background": bool(options.get("background", False)),
-        "clarify": False,
+        # Clarifying questions: on by default where a model may ask them (the offline engine never does).
+        "clarify": bool(options.get("clarify", engine != "offline")),
+        # False: the coordinator must not end the job with a direct answer ("Research it anyway").
+        "direct_answer": bool(options.get("direct_answer", True)),
         # 0 = no per-job limit (steps run as parallel as the workers allow); benchmarks use 1.
         "step_concurrency": max(0, int(options.get("step_concurrency") or 0)),
     }
@@ -185,7 +188,7 @@ def job_retry(*, job: ResearchJob) -> None:
 
 
 def job_delete(*, job: ResearchJob) -> None:
-    if not job.is_terminal and job.status != JobStatus.AWAITING_REVIEW:
+    if not job.is_terminal and job.status not in (JobStatus.AWAITING_REVIEW, JobStatus.AWAITING_CLARIFICATION):
         raise InvalidAction(_("Cancel the job before deleting it."))
     job_id = job.pk
     job.delete()

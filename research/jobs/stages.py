@@ -113,8 +113,14 @@ def _stage_coordinate(job: ResearchJob) -> None:
         still_wanted(job.pk)
         ResearchJob.objects.filter(pk=job.pk).update(locale=locale)
         job.locale = locale
-        if decision.action == "answer":
+        if decision.action == "answer" and job.options.get("direct_answer", True):
             job_set_status(job=job, status=JobStatus.DONE, answer=decision.answer, title=job.question[:120])
+            return
+        if decision.action == "clarify" and decision.questions and "clarifications" not in job.options:
+            # Wait for the user like plan review: no worker is held (see conversation.py).
+            opts = dict(job.options, clarify_questions=decision.questions)
+            event_emit(job_id=job.pk, type="clarify.asked", payload={"questions": decision.questions})
+            job_set_status(job=job, status=JobStatus.AWAITING_CLARIFICATION, options=opts)
             return
         nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
         job_set_status(job=job, status=nxt, locale=locale)

@@ -23,7 +23,8 @@
   const REFRESH_TYPES = new Set([
     "job.status", "job.engine", "plan.ready", "plan.updated", "plan.accepted", "step.queued", "step.started",
     "step.completed", "step.failed", "step.cancelled", "step.requeued", "report.ready", "artifact.ready",
-    "artifact.failed", "job.done", "job.failed", "search.checked",
+    "artifact.failed", "job.done", "job.failed", "search.checked", "followup.asked", "followup.done",
+    "followup.failed",
   ]);
 
   // Labels come translated from the server (#job[data-i18n], see jobs/_timeline_i18n.html); English otherwise.
@@ -270,7 +271,9 @@
     fresh.forEach(function (node) {
       const name = node.dataset.part;
       const old = panel.querySelector(':scope > [data-part="' + name + '"]');
-      const keep = old && (old.hasAttribute("data-keep") ||
+      const typed = old && Array.prototype.some.call(old.querySelectorAll("textarea, input[type=text]"),
+        function (f) { return f.value && f.value !== f.defaultValue; });
+      const keep = old && (old.hasAttribute("data-keep") || (typed && name !== "plan" && node.dataset.part === name) ||
         (name === "plan" && old.querySelector("#plan-editor") && node.querySelector("#plan-editor")));
       if (keep) {
         if (name === "plan") {  // a newer version arrived: say so, but keep every keystroke
@@ -314,6 +317,11 @@
     if (ev.type === "report.delta") {
       reportText += (ev.payload && ev.payload.text) || "";
       showStream();
+      return;
+    }
+    if (ev.type === "followup.delta") {  // stream a follow-up answer into its box
+      const box = document.getElementById("followup-stream-" + ev.payload.number);
+      if (box) { if (!box.dataset.live) { box.textContent = ""; box.dataset.live = "1"; } box.textContent += ev.payload.text || ""; }
       return;
     }
     updateCard(ev);
