@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from research.agents.types import Plan, PlanStep
 
 
@@ -118,28 +120,28 @@ def validate_plan(plan: Plan, *, max_steps: int) -> list[str]:
     errors: list[str] = []
     steps = plan.steps
     if not steps:
-        errors.append("The plan needs at least one step.")
+        errors.append(_("The plan needs at least one step."))
     if len(steps) > max_steps:
-        errors.append(f"The plan has {len(steps)} steps; at most {max_steps} are allowed.")
+        errors.append(_("The plan has %(n)d steps; at most %(max)d are allowed.") % {"n": len(steps), "max": max_steps})
     seen: set[str] = set()
     for step in steps:
         if not step.id.strip():
-            errors.append("Every step needs an id.")
+            errors.append(_("Every step needs an id."))
         elif step.id in seen:
-            errors.append(f"Step id {step.id!r} is used more than once.")
+            errors.append(_("Step id %(id)r is used more than once.") % {"id": step.id})
         seen.add(step.id)
         if not step.title.strip():
-            errors.append(f"Step {step.id!r} needs a title.")
+            errors.append(_("Step %(id)r needs a title.") % {"id": step.id})
     for step in steps:
         for dep in step.depends_on:
             if dep == step.id:
-                errors.append(f"Step {step.id!r} depends on itself.")
+                errors.append(_("Step %(id)r depends on itself.") % {"id": step.id})
             elif dep not in seen:
-                errors.append(f"Step {step.id!r} depends on unknown step {dep!r}.")
+                errors.append(_("Step %(id)r depends on unknown step %(dep)r.") % {"id": step.id, "dep": dep})
     deps = {s.id: [d for d in s.depends_on if d != s.id] for s in steps}
     cycle = find_cycle(deps)
     if cycle:
-        errors.append("Steps depend on each other in a cycle: " + " → ".join(cycle) + ".")
+        errors.append(_("Steps depend on each other in a cycle: %(cycle)s.") % {"cycle": " → ".join(cycle)})
     return errors
 
 
@@ -174,7 +176,7 @@ def normalize_plan(plan: Plan, *, max_steps: int, locale: str | None = None) -> 
         renamed.append((step.id, step.model_copy(update={"id": new_id})))
 
     steps: list[PlanStep] = []
-    for _, step in renamed:
+    for _old, step in renamed:
         deps = [id_map[d] for d in step.depends_on if d in id_map]
         deps = [d for d in dict.fromkeys(deps) if d != step.id]
         steps.append(step.model_copy(update={"depends_on": deps}))

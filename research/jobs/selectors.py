@@ -121,3 +121,32 @@ def job_summary(*, job: ResearchJob) -> dict[str, Any]:
         "tokens": {"prompt": job.prompt_tokens, "completion": job.completion_tokens},
         "events": job.event_seq,
     }
+
+
+def report_unknown_citations(*, job: ResearchJob, markdown: str) -> list[int]:
+    """The [n] in an edited report that match no source of the job (same grammar as generated reports).
+
+    Numbers resolve the way the save does (research.agents.verify.citation_targets): through the
+    edit's own references list when it has one, else through the source registry.
+    """
+    from research.agents.citations import citation_numbers, strip_references_section
+    from research.agents.types import SourceRef
+    from research.agents.verify import citation_targets
+
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    known = citation_targets(markdown, sources)
+    return [n for n in citation_numbers(strip_references_section(markdown)) if n not in known]
+
+
+def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[tuple[str, str]]:
+    """A unified line diff as (kind, line) pairs: kind is add, del, hunk or same."""
+    import difflib
+
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_label, new_label, lineterm="", n=2):
+        if line.startswith(("+++", "---")):
+            continue
+        kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+        out.append((kind, line))
+    return out

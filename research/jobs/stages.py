@@ -155,6 +155,10 @@ def _stage_plan(job: ResearchJob) -> None:
     errors = validate_plan(plan, max_steps=max_steps)
     if errors:
         raise ValueError("the planner produced an invalid plan: " + "; ".join(errors))
+    if not job.options.get("auto_accept"):  # warn on the plan form, before the user accepts
+        from research.jobs.search_check import search_check_emit
+
+        search_check_emit(job=job)
     with transaction.atomic():
         still_wanted(job.pk)
         version = plan_version_create(job=job, plan=plan, author="planner", feedback=feedback)

@@ -125,7 +125,8 @@ def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
             payload: dict[str, Any] = {"step": step.step_id}
             if fields.get("status") == StepStatus.DONE:
                 payload.update({"figures": fields.get("result", {}).get("figures", []),
-                                "chars": len(fields.get("result_md", ""))})
+                                "chars": len(fields.get("result_md", "")),
+                                "finding": " ".join(str(fields.get("result_md", "")).split())[:280]})
                 event_emit(job_id=job_id, type="step.completed", payload=payload)
             elif fields.get("status") == StepStatus.CANCELLED:
                 event_emit(job_id=job_id, type="step.cancelled", payload=payload)

@@ -12,6 +12,7 @@ from django.contrib.auth import login, password_validation
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.db.models import Max
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from research.agents.types import Plan
 from research.jobs import selectors, services
 from research.jobs.artifacts import job_dir_path
+from research.jobs.failures import failure_explain, search_advice, search_unreachable_text
 from research.jobs.forms import (
     JobCreateForm,
     PlanMetaForm,
@@ -30,9 +32,11 @@ from research.jobs.forms import (
     plan_rows_apply,
     plan_rows_from_post,
 )
+from research.jobs.media import job_media, preview_dir
 from research.jobs.models import JobStatus, ResearchJob
+from research.jobs.search_check import search_check_latest
 from research.ratelimit import ratelimited
-from research.render.html import report_html_cached
+from research.render.html import markdown_to_html, report_html_cached
 
 
 def _user(request: HttpRequest) -> User:
@@ -120,7 +124,34 @@ def _plan_forms(job: ResearchJob, data: Any = None, rows: list[dict[str, Any]] |
     return {"plan_version": latest, "plan": plan, "formset": formset, "meta": meta}
 
 
+OUTPUT_FILES = {"md": ("md",), "pdf": ("pdf",), "pptx": ("pptx",), "podcast": ("podcast", "transcript", "vtt")}
+
+
+def _downloads(job: ResearchJob) -> list[dict[str, Any]]:
+    """One row per output (its files, its render state), so nothing is listed twice."""
+    labels = {"md": "Markdown", "pdf": "PDF", "pptx": _("Slides (PPTX)"), "podcast": _("Podcast (MP3)")}
+    arts: dict[str, list[Any]] = {}
+    for a in job.artifacts.exclude(kind="figure").order_by("created"):
+        arts.setdefault(a.kind, []).append(a)
+    renders = {r.kind: r for r in job.renders.all()}
+    rows = []
+    for kind, file_kinds in OUTPUT_FILES.items():
+        files = [a for k in file_kinds for a in arts.get(k, [])]
+        r = renders.get(kind)
+        if not files and (r is None or r.status == "pending"):
+            continue
+        rows.append({"kind": kind, "label": labels[kind], "files": files, "render": r is not None,
+                     "status": r.status if r else "done",
+                     "status_label": r.get_status_display() if r and r.status != "done" else "",
+                     "error": r.error if r else ""})
+    return rows
+
+
 def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dict[str, Any]:
+    # The seq first, then the state: the page then shows at least every event up to rendered_seq, so the
+    # JS may skip refreshing for those without missing a change.
+    rendered_seq = job.events.aggregate(m=Max("seq"))["m"] or 0
+    job.refresh_from_db()
     report = selectors.report_latest(job=job)
     ctx: dict[str, Any] = {
         "job": job,
@@ -138,9 +169,20 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "can_cancel": not job.is_terminal,
         "can_retry": job.status in (JobStatus.FAILED, JobStatus.CANCELLED),
         "can_delete": job.is_terminal or job.status == JobStatus.AWAITING_REVIEW,
+        # A failed job with no report has nothing to re-render from.
+        "can_rerender": report is not None and job.status in (JobStatus.DONE, JobStatus.FAILED),
+        "failure": failure_explain(job=job),
+        "media": job_media(job=job),
+        "downloads": _downloads(job),
+        "rendered_seq": rendered_seq,
     }
     if job.status == JobStatus.AWAITING_REVIEW and "formset" not in extra:
         ctx.update(_plan_forms(job))
+    if job.status == JobStatus.AWAITING_REVIEW:
+        check = search_check_latest(job=job)
+        if check and not check["ok"]:
+            ctx["search_warning"] = search_unreachable_text(check.get("reasons") or [])
+            ctx["search_advice"] = search_advice()
     ctx.update(extra)
     return ctx
 
@@ -193,8 +235,16 @@ def job_plan(request: HttpRequest, job_id: int) -> HttpResponse:
             services.plan_submit(job=job, plan=plan, base_version=meta.cleaned_data["base_version"], action=op,
                                  feedback=meta.cleaned_data.get("feedback", ""))
         except services.StalePlan as exc:
-            messages.error(request, str(exc))
+            job.refresh_from_db()
+            if job.status != JobStatus.AWAITING_REVIEW:
+                messages.error(request, str(exc))
+                return redirect("job_detail", job_id=job.pk)
+            # Keep every typed row; rebase the form on the newest version so "Accept" again applies them.
+            post = request.POST.copy()
+            post["base_version"] = str(forms["plan_version"].number)
+            forms = _plan_forms(job, data=post, rows=plan_rows_from_post(request.POST))
             forms["stale"] = True
+            forms["stale_refused"] = True
             return render(request, "jobs/detail.html", _detail_context(request, job, **forms), status=409)
         except ValidationError as exc:
             meta.add_error(None, exc)
@@ -257,6 +307,15 @@ def job_rerender(request: HttpRequest, job_id: int) -> HttpResponse:
     return _job_action(request, job_id, "rerender")
 
 
+def _report_check(job: ResearchJob, markdown: str) -> str:
+    """An error message when the edit cites numbers no source has; empty when every [n] is known."""
+    unknown = selectors.report_unknown_citations(job=job, markdown=markdown)
+    if not unknown:
+        return ""
+    return _("Unknown citation numbers: %(nums)s. Each [n] must match a source in the references list "
+             "(1–%(max)d).") % {"nums": ", ".join(f"[{n}]" for n in unknown), "max": job.sources.count()}
+
+
 @login_required
 @ratelimited("report_edit", "REPORT_EDIT_RATE")
 def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
@@ -266,15 +325,58 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
         raise Http404("No report yet")
     form = ReportEditForm(request.POST or None, initial={"markdown": report.markdown})
     if request.method == "POST" and form.is_valid():
-        try:
-            services.report_edit(job=job, markdown=form.cleaned_data["markdown"])
-        except (services.InvalidAction, ValidationError) as exc:
-            form.add_error(None, str(exc))
+        problem = _report_check(job, form.cleaned_data["markdown"])
+        if problem:
+            form.add_error("markdown", problem)
         else:
-            messages.success(request, _("Saved as a new version; the outputs are being re-rendered."))
-            return redirect("job_detail", job_id=job.pk)
+            try:
+                services.report_edit(job=job, markdown=form.cleaned_data["markdown"])
+            except (services.InvalidAction, ValidationError) as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, _("Saved as a new version; the outputs are being re-rendered."))
+                return redirect("job_detail", job_id=job.pk)
     versions = job.report_versions.order_by("-number")
-    return render(request, "jobs/report_edit.html", {"job": job, "form": form, "versions": versions})
+    markdown = form.data.get("markdown", report.markdown) if form.is_bound else report.markdown
+    preview = markdown_to_html(str(markdown), figure_url=_figure_url(job))
+    return render(request, "jobs/report_edit.html", {"job": job, "form": form, "versions": versions,
+                                                     "current": report, "preview": preview},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def job_report_preview(request: HttpRequest, job_id: int) -> JsonResponse:
+    """Live preview for the report editor: sanitized HTML plus the citation check, nothing saved."""
+    job = selectors.job_get_for_user(user=request.user, job_id=job_id)
+    markdown = request.POST.get("markdown", "")[:500_000]
+    return JsonResponse({"html": str(markdown_to_html(markdown, figure_url=_figure_url(job))),
+                         "problem": _report_check(job, markdown)})
+
+
+@login_required
+def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpResponse:
+    """Open an old report version, compare it with the current one, or restore it (POST)."""
+    job = selectors.job_get_for_user(user=request.user, job_id=job_id)
+    version = job.report_versions.filter(number=number).first()
+    current = selectors.report_latest(job=job)
+    if version is None or current is None:
+        raise Http404("No such version")
+    if request.method == "POST":
+        try:
+            services.report_edit(job=job, markdown=version.markdown)
+        except (services.InvalidAction, ValidationError) as exc:
+            messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        else:
+            messages.success(request, _("Restored v%(n)s as a new version; the outputs are being re-rendered.")
+                             % {"n": number})
+        return redirect("job_detail", job_id=job.pk)
+    diff = selectors.report_diff(old=version.markdown, new=current.markdown, old_label=f"v{number}",
+                                 new_label=f"v{current.number}") if version.pk != current.pk else []
+    return render(request, "jobs/report_version.html", {
+        "job": job, "version": version, "current": current, "diff": diff,
+        "html": markdown_to_html(version.markdown, figure_url=_figure_url(job)),
+    })
 
 
 @login_required
@@ -285,9 +387,23 @@ def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileRespo
     path = Path(art.file.path).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         raise Http404("No such file")
-    inline = request.GET.get("inline") == "1" and art.kind == "figure"
+    inline = request.GET.get("inline") == "1" and art.kind in ("figure", "podcast")
     content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     response = FileResponse(path.open("rb"), as_attachment=not inline, filename=path.name,
                             content_type=content_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@login_required
+@require_GET
+def job_preview(request: HttpRequest, job_id: int, name: str) -> FileResponse:
+    """A PNG page preview made by research/jobs/media.py; owner-only like every job URL."""
+    job = selectors.job_get_for_user(user=request.user, job_id=job_id)
+    root = preview_dir(job.pk).resolve()
+    path = (root / name).resolve()
+    if not name.endswith(".png") or not path.is_relative_to(root) or not path.is_file():
+        raise Http404("No such preview")
+    response = FileResponse(path.open("rb"), content_type="image/png")
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -1,9 +1,13 @@
 // Live job page: subscribe after the last seq seen, replay, stream, reconnect with backoff.
+// Replayed events (seq <= the seq the page was rendered at) only build the timeline and the step cards;
+// live events patch the panel part by part and never replace a plan editor the user is working in.
 (function () {
   "use strict";
   const root = document.getElementById("job");
   if (!root) return;
+  root.classList.add("js");
   const jobId = root.dataset.jobId;
+  const renderedSeq = Number(root.dataset.renderedSeq || "0");
   const timeline = document.getElementById("timeline");
   const conn = document.getElementById("conn");
   let lastSeq = 0;
@@ -12,29 +16,43 @@
   let reportText = "";
   let refreshTimer = null;
   const seen = new Set();
+  const plans = {};        // plan version -> plan (from plan.ready / plan.updated)
+  const stepTitles = {};   // step id -> title
+  const cards = {};        // step id -> card state
 
   const REFRESH_TYPES = new Set([
-    "job.status", "job.engine", "plan.ready", "plan.accepted", "step.queued", "step.started", "step.completed",
-    "step.failed", "step.cancelled", "step.requeued", "report.ready", "artifact.ready", "artifact.failed",
-    "job.done", "job.failed", "followup.asked", "followup.done", "followup.failed",
+    "job.status", "job.engine", "plan.ready", "plan.updated", "plan.accepted", "step.queued", "step.started",
+    "step.completed", "step.failed", "step.cancelled", "step.requeued", "report.ready", "artifact.ready",
+    "artifact.failed", "job.done", "job.failed", "search.checked", "followup.asked", "followup.done",
+    "followup.failed",
   ]);
 
   // Labels come translated from the server (#job[data-i18n], see jobs/_timeline_i18n.html); English otherwise.
   const EN = {
-    status: "status → {status}", engine: "engine: {engine} — {reason}",
-    plan_ready: "plan v{version} ready: {title}", plan_updated: "plan v{version} saved by {author}",
-    plan_accepted: "plan v{version} accepted", step_queued: "step {step} queued",
-    step_started: "step {step} started: {title}", attempt: "(attempt {attempt})",
-    search: "search: {query}", search_results: "{count} results for {query}", fetch: "reading {url}",
-    fetch_failed: "could not read {url}: {error}", code: "running code ({lines} lines)",
-    code_result: "code exited {code}", provider_error: "search provider {provider} failed: {error}",
-    source_added: "source [{number}] {title}", step_completed: "step {step} done",
-    step_failed: "step {step} failed: {error}", step_requeued: "step {step} re-queued: {reason}",
-    report_started: "writing the report", report_ready: "report ready (v{version})",
-    artifact_started: "rendering {kind}", artifact_ready: "file ready: {name}",
-    artifact_failed: "{kind} failed: {error}", job_failed: "FAILED: {error}", job_done: "done",
-    job_done_answer: "done: {answer}", conn_live: "live", conn_forbidden: "not allowed",
-    conn_reconnecting: "reconnecting…",
+    status: "Status: {status}", engine: "Using the {engine} — {reason}",
+    plan_ready: "The planner proposed plan v{version}: {title}", plan_updated: "Plan v{version} saved by {author}",
+    plan_accepted: "Plan v{version} accepted; research starts", step_queued: "“{title}” is waiting to start",
+    step_started: "Started “{title}”", attempt: "(attempt {attempt})",
+    search: "“{title}”: searching for {query}", search_results: "“{title}”: {count} results for {query}",
+    kb: "“{title}”: searching your knowledge base for {query}",
+    fetch: "“{title}”: reading {host}", fetch_failed: "“{title}”: could not read {host}",
+    code: "“{title}”: running Python ({lines} lines)", code_result: "“{title}”: the code finished (exit code {code})",
+    code_refused: "“{title}”: the Python sandbox is unavailable",
+    provider_error: "Search provider {provider} did not answer",
+    rank: "“{title}”: picked {selected} of {candidates} sentences", think: "“{title}”: {text}",
+    tool: "“{title}”: used the tool {name}", background_failed: "The background search failed",
+    source_added: "Found source [{number}] {title} ({host})", step_completed: "Finished “{title}”",
+    step_failed: "“{title}” failed", step_cancelled: "“{title}” was cancelled",
+    step_requeued: "“{title}” will run again: {reason}",
+    report_started: "Writing the report", report_ready: "The report is ready (v{version})",
+    artifact_started: "Making the {kind}", artifact_ready: "File ready: {name}",
+    artifact_failed: "The {kind} could not be made", job_failed: "The job failed", job_done: "Done",
+    search_ok: "Web search is reachable", search_down: "No web search provider could be reached",
+    conn_live: "live", conn_forbidden: "not allowed", conn_reconnecting: "reconnecting…",
+    queries: "Searches", sources: "Sources found", pages: "Pages read", code_title: "Code run", finding: "Finding",
+    results: "{count} results", lines: "{lines} lines", exit: "exit code {code}", unreadable: "could not read",
+    queued: "waiting", running: "running", done: "done", failed: "failed", cancelled: "cancelled",
+    other: "other activity",
   };
   const I18N = (function () {
     try { return JSON.parse(root.dataset.i18n || "{}") || {}; } catch (e) { return {}; }
@@ -48,58 +66,189 @@
     });
   }
 
-  function statusLabel(status) {
-    return (I18N.statuses && I18N.statuses[status]) || status;
+  const PROVIDERS = {searxng: "SearXNG", duckduckgo: "DuckDuckGo", tavily: "Tavily"};
+
+  function label(group, code) { return (I18N[group] && I18N[group][code]) || code; }
+
+  function host(url) {
+    try { return new URL(url).host || url; } catch (e) { return url || ""; }
+  }
+
+  function place(url) {  // host and a short path: enough to tell pages apart
+    try {
+      const u = new URL(url);
+      const path = u.pathname.length > 32 ? u.pathname.slice(0, 31) + "…" : u.pathname;
+      return u.host + (path === "/" ? "" : path);
+    } catch (e) { return url || ""; }
+  }
+
+  function titleOf(step) { return stepTitles[step] || step || ""; }
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
   }
 
   function describe(ev) {
     const p = ev.payload || {};
-    const at = "[" + (p.step || "") + "] ";
+    const v = Object.assign({}, p, {title: titleOf(p.step)});
     switch (ev.type) {
-      case "job.status": return t("status", {status: statusLabel(p.status)}) + (p.error ? " (" + p.error + ")" : "");
-      case "job.engine": return t("engine", p);
+      case "job.status": return t("status", {status: label("statuses", p.status)});
+      case "job.engine": return t("engine", {engine: label("engines", p.engine), reason: label("reasons", p.reason || "")});
       case "plan.ready": return t("plan_ready", {version: p.version, title: (p.plan && p.plan.title) || ""});
-      case "plan.updated": return t("plan_updated", p);
+      case "plan.updated": return t("plan_updated", {version: p.version, author: label("authors", p.author)});
       case "plan.accepted": return t("plan_accepted", p);
-      case "step.queued": return t("step_queued", p);
-      case "step.started": return t("step_started", p) + (p.attempt > 1 ? " " + t("attempt", p) : "");
+      case "search.checked": return p.ok ? t("search_ok") : t("search_down");
+      case "step.queued": return t("step_queued", v);
+      case "step.started": return t("step_started", v) + (p.attempt > 1 ? " " + t("attempt", p) : "");
       case "step.activity":
-        if (p.kind === "search") return at + t("search", p);
-        if (p.kind === "search_results") return at + t("search_results", p);
-        if (p.kind === "fetch") return at + t("fetch", p);
-        if (p.kind === "fetch_failed") return at + t("fetch_failed", p);
-        if (p.kind === "code") return at + t("code", p);
-        if (p.kind === "code_result") return at + t("code_result", {code: p.exit_code});
-        if (p.kind === "provider_error") return t("provider_error", p);
-        return at + p.kind + (p.query ? ": " + p.query : "");
-      case "source.added": return t("source_added", {number: p.number, title: p.title || p.url});
-      case "step.completed": return t("step_completed", p);
-      case "step.failed": return t("step_failed", p);
-      case "step.requeued": return t("step_requeued", p);
+        switch (p.kind) {
+          case "search": case "search_results": case "kb": case "code": case "code_refused": case "rank":
+          case "tool":
+            return t(p.kind, v);
+          case "fetch": case "fetch_failed": return t(p.kind, Object.assign(v, {host: host(p.url)}));
+          case "code_result": return t("code_result", Object.assign(v, {code: p.exit_code}));
+          case "think": return t("think", Object.assign(v, {text: String(p.text || "").slice(0, 160)}));
+          case "provider_error": return t("provider_error", {provider: PROVIDERS[p.provider] || p.provider});
+          case "background_failed": return t("background_failed");
+          default: return t("other");
+        }
+      case "source.added": return t("source_added", {number: p.number, title: p.title || host(p.url), host: host(p.url)});
+      case "step.completed": return t("step_completed", v);
+      case "step.failed": return t("step_failed", v);
+      case "step.cancelled": return t("step_cancelled", v);
+      case "step.requeued": return t("step_requeued", v);
       case "report.started": return t("report_started");
       case "report.ready": return t("report_ready", p);
-      case "artifact.started": return t("artifact_started", p);
+      case "artifact.started": return t("artifact_started", {kind: label("outputs", p.kind)});
       case "artifact.ready": return t("artifact_ready", p);
-      case "artifact.failed": return t("artifact_failed", p);
-      case "job.failed": return t("job_failed", p);
-      case "job.done": return p.answer ? t("job_done_answer", p) : t("job_done");
-      default: return ev.type;
+      case "artifact.failed": return t("artifact_failed", {kind: label("outputs", p.kind)});
+      case "job.failed": return t("job_failed");
+      case "job.done": return t("job_done");
+      default: return t("other");
     }
   }
 
+  // --- timeline: follows the newest entry unless the user scrolled up ------------------------------
+  function nearBottom() { return timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 40; }
+
   function addEntry(ev) {
-    const li = document.createElement("li");
-    li.className = "ev ev-" + ev.type.replace(/\./g, "-");
+    const follow = nearBottom();
+    const li = el("li", "ev ev-" + ev.type.replace(/\./g, "-"));
     li.dataset.seq = String(ev.seq);
-    const time = document.createElement("time");
-    time.textContent = new Date(ev.ts * 1000).toLocaleTimeString();
-    const text = document.createElement("span");
-    text.textContent = " " + describe(ev);
+    const time = el("time", "", new Date(ev.ts * 1000).toLocaleTimeString());
     li.appendChild(time);
-    li.appendChild(text);
+    li.appendChild(el("span", "", " " + describe(ev)));
     timeline.appendChild(li);
+    if (follow) timeline.scrollTop = timeline.scrollHeight;
   }
 
+  // --- step cards ------------------------------------------------------------------------------------
+  function section(card, key) {
+    if (!card.sections[key]) {
+      const box = el("div", "card-section sec-" + key);
+      box.appendChild(el("h4", "", t(key === "code" ? "code_title" : key)));
+      const list = el("ul", "");
+      box.appendChild(list);
+      card.body.appendChild(box);
+      card.sections[key] = list;
+    }
+    return card.sections[key];
+  }
+
+  function cardFor(step) {
+    if (!step) return null;
+    if (cards[step]) return cards[step];
+    const wrap = document.getElementById("step-cards");
+    const holder = document.getElementById("cards");
+    if (!wrap || !holder) return null;
+    wrap.hidden = false;
+    const node = el("article", "step-card card-queued");
+    node.dataset.step = step;
+    const head = el("header", "");
+    const title = el("h3", "", titleOf(step));
+    const chip = el("span", "chip", t("queued"));
+    head.appendChild(title);
+    head.appendChild(chip);
+    node.appendChild(head);
+    const body = el("div", "card-body");
+    node.appendChild(body);
+    holder.appendChild(node);
+    cards[step] = {node: node, title: title, chip: chip, body: body, sections: {}, queries: {}};
+    return cards[step];
+  }
+
+  function setState(card, state) {
+    card.node.className = "step-card card-" + state;
+    card.chip.textContent = t(state);
+  }
+
+  function updateCard(ev) {
+    const p = ev.payload || {};
+    if (ev.type === "plan.ready" || ev.type === "plan.updated") {
+      if (p.plan) plans[p.version] = p.plan;
+      return;
+    }
+    if (ev.type === "plan.accepted") {
+      const plan = plans[p.version];
+      if (plan && plan.steps) plan.steps.forEach(function (s) { stepTitles[s.id] = s.title; });
+      return;
+    }
+    if (ev.type === "step.started" && p.title) stepTitles[p.step] = p.title;
+    const card = cardFor(p.step);
+    if (!card) return;
+    card.title.textContent = titleOf(p.step);
+    if (ev.type === "step.queued") setState(card, "queued");
+    else if (ev.type === "step.started") setState(card, "running");
+    else if (ev.type === "step.cancelled") setState(card, "cancelled");
+    else if (ev.type === "step.requeued") setState(card, "queued");
+    else if (ev.type === "step.completed") {
+      setState(card, "done");
+      if (p.finding) {
+        const f = section(card, "finding");
+        f.textContent = "";
+        const text = String(p.finding).replace(/^[-*]\s+/, "");
+        f.appendChild(el("li", "finding", p.finding.length >= 280 ? text + "…" : text));
+      }
+    } else if (ev.type === "step.failed") {
+      setState(card, "failed");
+      const box = el("details", "card-error");
+      box.appendChild(el("summary", "", t("failed")));
+      box.appendChild(el("code", "", p.error || ""));
+      card.body.appendChild(box);
+    } else if (ev.type === "source.added") {
+      const li = el("li", "source");
+      const a = el("a", "", "[" + p.number + "] " + (p.title || host(p.url)));
+      if (/^https?:/.test(p.url || "")) { a.href = p.url; a.rel = "noopener noreferrer"; a.target = "_blank"; }
+      li.appendChild(a);
+      li.appendChild(el("small", "host", " " + host(p.url)));
+      section(card, "sources").appendChild(li);
+    } else if (ev.type === "step.activity") {
+      if (p.kind === "search" || p.kind === "kb") {
+        if (card.queries[p.query]) return;  // a retry of the same query: listed once
+        const li = el("li", "query", p.query || "");
+        section(card, "queries").appendChild(li);
+        card.queries[p.query] = li;
+      } else if (p.kind === "search_results") {
+        const li = card.queries[p.query];
+        if (li) li.appendChild(el("small", "", " · " + t("results", p)));
+      } else if (p.kind === "fetch") {
+        section(card, "pages").appendChild(el("li", "page", place(p.url)));
+      } else if (p.kind === "fetch_failed") {
+        section(card, "pages").appendChild(el("li", "page bad", place(p.url) + " — " + t("unreadable")));
+      } else if (p.kind === "code") {
+        section(card, "code").appendChild(el("li", "code", t("lines", p)));
+      } else if (p.kind === "code_result") {
+        const li = el("li", p.exit_code === 0 ? "code ok" : "code bad", t("exit", {code: p.exit_code}));
+        if (p.stdout) li.appendChild(el("pre", "stdout", String(p.stdout).slice(-300)));
+        section(card, "code").appendChild(li);
+      }
+    }
+  }
+
+  // --- the panel: swap parts, keep the editor and the cards --------------------------------------
   function showStream() {
     const card = document.getElementById("report-card");
     const pre = document.getElementById("report-stream");
@@ -109,17 +258,49 @@
     pre.textContent = reportText;
   }
 
+  function applyPanel(html) {
+    const panel = document.getElementById("panel");
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;  // server-rendered, sanitized
+    const fresh = Array.prototype.filter.call(tpl.content.children, function (n) { return n.dataset.part; });
+    const names = new Set(fresh.map(function (n) { return n.dataset.part; }));
+    Array.prototype.slice.call(panel.children).forEach(function (old) {
+      if (old.dataset.part && !names.has(old.dataset.part)) old.remove();
+    });
+    let prev = null;
+    fresh.forEach(function (node) {
+      const name = node.dataset.part;
+      const old = panel.querySelector(':scope > [data-part="' + name + '"]');
+      const typed = old && Array.prototype.some.call(old.querySelectorAll("textarea, input[type=text]"),
+        function (f) { return f.value && f.value !== f.defaultValue; });
+      const keep = old && (old.hasAttribute("data-keep") || (typed && name !== "plan" && node.dataset.part === name) ||
+        (name === "plan" && old.querySelector("#plan-editor") && node.querySelector("#plan-editor")));
+      if (keep) {
+        if (name === "plan") {  // a newer version arrived: say so, but keep every keystroke
+          const mine = Number(old.querySelector("#plan-editor").dataset.version);
+          const theirs = Number(node.querySelector("#plan-editor").dataset.version);
+          const stale = document.getElementById("plan-stale");
+          if (stale && theirs > mine) stale.hidden = false;
+          const warn = node.querySelector("#search-warning");
+          if (warn && !old.querySelector("#search-warning")) {
+            old.querySelector("#plan-editor h2").insertAdjacentElement("afterend", warn);
+          }
+        }
+        prev = old;
+        return;
+      }
+      if (old) old.replaceWith(node);
+      else if (prev) prev.insertAdjacentElement("afterend", node);
+      else panel.insertBefore(node, panel.firstChild);
+      prev = node;
+    });
+    showStream();
+  }
+
   function refreshPanel() {
-    const editor = document.getElementById("plan-editor");
-    if (editor && editor.contains(document.activeElement)) return; // don't wipe someone's edits
-    const asking = document.getElementById("followup-question");
-    if (asking && asking === document.activeElement && asking.value) return;
     fetch("/jobs/" + jobId + "/panel/", {credentials: "same-origin"})
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
-      .then(function (html) {
-        document.getElementById("panel").innerHTML = html;  // server-rendered, sanitized
-        showStream();
-      })
+      .then(applyPanel)
       .catch(function () {});
   }
 
@@ -143,17 +324,27 @@
       if (box) { if (!box.dataset.live) { box.textContent = ""; box.dataset.live = "1"; } box.textContent += ev.payload.text || ""; }
       return;
     }
+    updateCard(ev);
     addEntry(ev);
+    if (ev.seq <= renderedSeq) return;  // the page already shows this state
+    if (ev.type === "job.status") root.dataset.status = ev.payload.status;
     if (ev.type === "plan.updated" || ev.type === "plan.ready") {
       const editor = document.getElementById("plan-editor");
-      if (editor && Number(editor.dataset.version) < ev.payload.version) {
-        const stale = document.getElementById("plan-stale");
-        if (stale) stale.hidden = false;
-      }
+      const stale = document.getElementById("plan-stale");
+      if (editor && stale && Number(editor.dataset.version) < ev.payload.version) stale.hidden = false;
     }
-    if (ev.type === "job.status") root.dataset.status = ev.payload.status;
     if (REFRESH_TYPES.has(ev.type)) scheduleRefresh();
   }
+
+  // Chapters: a click seeks the podcast (delegated: the media part may be swapped).
+  root.addEventListener("click", function (e) {
+    const btn = e.target.closest && e.target.closest("button.chapter");
+    if (!btn) return;
+    const audio = document.getElementById("podcast-audio");
+    if (!audio) return;
+    audio.currentTime = Number(btn.dataset.start) || 0;
+    audio.play().catch(function () {});
+  });
 
   function connect() {
     const proto = window.location.protocol === "https:" ? "wss://" : "ws://";

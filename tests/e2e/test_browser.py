@@ -48,7 +48,7 @@ def test_watch_live_reload_and_see_whole_timeline(page, dora, asgi_server, worke
     page.wait_for_selector("#job[data-status='done']", timeout=60_000)
     assert page.locator(".ev-job-done").count() == 1
     timeline = page.inner_text("#timeline")
-    assert "step.started" not in timeline and "started" in timeline  # described, not raw types
+    assert "step.started" not in timeline and "Started" in timeline  # described, not raw types
     # The report links citations to its references and the downloads work.
     first_cite = page.locator("#report a.cite").first
     target = first_cite.get_attribute("href")

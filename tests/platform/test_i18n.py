@@ -106,11 +106,11 @@ def _job_i18n(body: str) -> dict:
 
 def test_job_page_hands_translated_timeline_labels_to_the_script(alice_client, job):
     labels = _job_i18n(_page(alice_client, f"/jobs/{job.pk}/", **ZH))
-    assert labels["step_started"] == "步骤 {step} 已开始：{title}"
+    assert labels["step_started"] == "开始“{title}”"
     assert labels["conn_live"] == "实时"
     assert labels["statuses"]["awaiting_review"] == "等待审阅"
     english = _job_i18n(_page(alice_client, f"/jobs/{job.pk}/", **EN))
-    assert english["step_started"] == "step {step} started: {title}"
+    assert english["step_started"] == "Started “{title}”"
     assert english["statuses"]["awaiting_review"] == "Awaiting review"
     # Every label the script knows in English is supplied by the server.
     script = (Path(settings.BASE_DIR) / "static" / "js" / "job.js").read_text()

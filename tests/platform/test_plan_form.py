@@ -108,9 +108,14 @@ def test_stale_form_is_refused_and_nothing_is_lost(alice_client, review_job):
     response = alice_client.post(f"/jobs/{review_job.pk}/plan/", data)
     assert response.status_code == 409
     body = response.content.decode()
-    assert "changed since you opened it" in body
+    assert 'id="plan-stale-refused"' in body
     assert "My edit" in body  # the user's edits are still on the page
     assert not JobStep.objects.filter(job=review_job).exists()
+    # The re-shown form is based on the newest version: accepting it again applies exactly what was typed.
+    assert 'name="base_version" value="2"' in body
+    response = alice_client.post(f"/jobs/{review_job.pk}/plan/", dict(data, base_version="2"))
+    assert response.status_code == 302
+    assert list(JobStep.objects.filter(job=review_job).values_list("title", flat=True)) == ["My edit"]
 
 
 def test_plan_versions_can_be_viewed(alice_client, review_job):

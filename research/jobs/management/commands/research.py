@@ -22,12 +22,17 @@ from research.jobs.models import JobEvent, JobStatus, ResearchJob
 
 
 def cli_user(username: str | None) -> User:
-    if username:
-        try:
-            return User.objects.get(username=username)
-        except User.DoesNotExist:
-            raise CommandError(f"no user named {username!r}") from None
-    user, _ = User.objects.get_or_create(username="cli", defaults={"is_active": True})
+    """The same user as `kb add` resolves (--user, else the first admin), so the web shows the job to them.
+
+    Only on a machine with no users at all is a "cli" user made, so a fresh checkout can still run a job.
+    """
+    from research.knowledge.management.commands.kb import resolve_user
+
+    if not username and not User.objects.exists():
+        user, _ = User.objects.get_or_create(username="cli", defaults={"is_active": True})
+        return user
+    user = resolve_user(username)
+    assert isinstance(user, User)
     return user
 
 
@@ -46,7 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-web", action="store_true", help="search only the knowledge base")
         parser.add_argument("--no-direct-answer", action="store_true",
                             help="always research and write a report, never a short direct answer")
-        parser.add_argument("--user", default=None, help="owner of the job (default: a 'cli' user)")
+        parser.add_argument("--user", default=None, help="owner shown the job on the web (default: first admin)")
         parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
         parser.add_argument("--detach", action="store_true", help="queue the job and return at once")
         parser.add_argument("--timeout", type=float, default=float(settings.JOB_WALL_TIME_S) + 300)

@@ -1,0 +1,107 @@
+"""Turn a failed job's raw errors into one readable reason, advice, and the raw lines for a details toggle."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from research.jobs.models import JobStatus, ResearchJob
+
+PROVIDER_NAMES = {"searxng": "SearXNG", "duckduckgo": "DuckDuckGo", "tavily": "Tavily", "knowledge": "knowledge base"}
+_SEARCH_FAILED = re.compile(r"search failed: (?!search failed)(.*)", re.S)
+_PROVIDER_PART = re.compile(r"(?:^|;\s*)(searxng|duckduckgo|tavily|knowledge): ")
+
+
+def provider_problem(provider: str, message: str) -> str:
+    """'SearXNG refused the connection' from ('searxng', 'ConnectError: [Errno 111] Connection refused')."""
+    name = PROVIDER_NAMES.get(provider, provider)
+    low = message.lower()
+    if "refused" in low:
+        return _("%(p)s refused the connection") % {"p": name}
+    if any(w in low for w in ("name or service not known", "name resolution", "nodename", "dns", "getaddrinfo")):
+        return _("%(p)s could not resolve its host") % {"p": name}
+    if "timed out" in low or "timeout" in low:
+        return _("%(p)s did not answer in time") % {"p": name}
+    if "skipped" in low or "no api key" in low or "not configured" in low or "no searxng_url" in low:
+        return _("%(p)s is not set up") % {"p": name}
+    if "unknown search provider" in low:
+        return _("%(p)s is not a known search provider") % {"p": name}
+    return _("%(p)s failed") % {"p": name}
+
+
+def search_unreachable_text(reasons: list[tuple[str, str]] | list[list[str]]) -> str:
+    parts = [provider_problem(str(r[0]), str(r[1])) for r in reasons]
+    if not parts:
+        return _("No web search provider is configured.")
+    return _("No web search provider could be reached (%(why)s).") % {"why": "; ".join(parts)}
+
+
+def search_advice() -> str:
+    return _("Attach a knowledge base to the job, set SEARXNG_URL to a running SearXNG, or check this "
+             "server's network connection, then retry.")
+
+
+def _search_reasons(text: str) -> list[tuple[str, str]] | None:
+    m = _SEARCH_FAILED.search(text)
+    if not m:
+        return None
+    body = m.group(1)
+    marks = list(_PROVIDER_PART.finditer(body))
+    out = []
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(body)
+        out.append((mark.group(1), body[mark.end():end].strip(" ;")))
+    return out or None
+
+
+def _kind(error: str) -> str:
+    low = error.lower()
+    if _SEARCH_FAILED.search(error) or "no web search provider" in low or "no sources" in low:
+        return "search"
+    if low.startswith("skipped: it depends on step"):
+        return "skipped"
+    return "other"
+
+
+def failure_explain(*, job: ResearchJob) -> dict[str, Any] | None:
+    """None unless the job failed. The same reason across steps is said once."""
+    if job.status != JobStatus.FAILED:
+        return None
+    step_errors = [(s.step_id, s.error) for s in job.steps.order_by("position") if s.error]
+    details = [f"{sid}: {err}" for sid, err in step_errors]
+    if job.error and not job.error.startswith("Every step failed."):
+        details.insert(0, job.error)
+    elif not step_errors and job.error:
+        details.append(job.error)
+    kinds = Counter(_kind(err) for _sid, err in step_errors)
+    search_reasons = next((r for _s, err in step_errors if (r := _search_reasons(err))), None)
+    if search_reasons is None and job.error:
+        search_reasons = _search_reasons(job.error)
+    summary = ""
+    advice = ""
+    if search_reasons is not None or kinds.get("search"):
+        summary = search_unreachable_text(search_reasons or [])
+        advice = search_advice()
+    elif kinds.get("other"):
+        distinct = list(dict.fromkeys(err for _s, err in step_errors if _kind(err) == "other"))
+        first = distinct[0].split("\n")[0][:300]
+        n = kinds["other"]
+        summary = (_("A step failed: %(why)s") if n == 1 else _("%(n)d steps failed: %(why)s")) % {"n": n, "why": first}
+        if len(distinct) > 1:
+            summary += " " + _("(and %(n)d other reasons; see the details)") % {"n": len(distinct) - 1}
+    elif job.error:
+        summary = job.error.split("\n")[0][:300]
+    else:
+        summary = _("The job failed without a recorded reason.")
+    if kinds.get("skipped"):
+        n = kinds["skipped"]
+        summary += " " + (_("One step was skipped because a step it depends on failed.") if n == 1 else
+                          _("%(n)d steps were skipped because a step they depend on failed.") % {"n": n})
+    if not advice and ("budget" in summary.lower() or "time limit" in summary.lower()):
+        advice = _("Try fewer steps, or raise the job budgets (JOB_* settings).")
+    if not advice and ("model" in summary.lower() or "llm" in summary.lower()):
+        advice = _("Check that the model server (LLM_BASE_URL) is running, or pick the offline engine.")
+    return {"summary": summary, "advice": advice, "details": details or [job.error]}
