@@ -11,7 +11,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "research.settings")
 
 app = Celery("research")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["research.jobs"])
+app.autodiscover_tasks(["research.jobs", "research.knowledge"])
 
 
 @worker_init.connect

@@ -201,6 +201,13 @@ SANDBOX_TIMEOUT_S = env_int("SANDBOX_TIMEOUT_S", 30)
 TTS_BACKEND = env_str("TTS_BACKEND", "auto")  # auto | edge | espeak | flite
 
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
+# Caps on indexing one document (a Celery task; research/knowledge/extract.py): a small PDF can expand
+# into huge page contents (one stream reused by many pages) and take minutes of CPU.
+KB_MAX_PDF_PAGES = env_int("KB_MAX_PDF_PAGES", 1000)
+KB_MAX_DECOMPRESSED_BYTES = env_int("KB_MAX_DECOMPRESSED_BYTES", 32 * 1024 * 1024)  # page contents, summed
+KB_MAX_TEXT_CHARS = env_int("KB_MAX_TEXT_CHARS", 5_000_000)
+KB_INDEX_TIME_S = env_int("KB_INDEX_TIME_S", 120)
+KB_INDEX_MAX_ATTEMPTS = env_int("KB_INDEX_MAX_ATTEMPTS", 2)  # deliveries whose worker was lost
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Request bodies are counted as they stream in (research/jobs/asgi_limits.py): knowledge-base uploads

@@ -17,7 +17,7 @@ from kombu.exceptions import OperationalError
 
 logger = logging.getLogger(__name__)
 
-Unit = Literal["advance", "schedule", "step", "render", "followup"]
+Unit = Literal["advance", "schedule", "step", "render", "followup", "kb_index"]
 
 TASK_NAMES: dict[Unit, str] = {
     "advance": "research.jobs.tasks.job_advance",
@@ -25,6 +25,7 @@ TASK_NAMES: dict[Unit, str] = {
     "step": "research.jobs.tasks.step_run",
     "render": "research.jobs.tasks.render_output",
     "followup": "research.jobs.tasks.followup_answer",
+    "kb_index": "research.knowledge.tasks.document_index",
 }
 
 
@@ -68,3 +69,8 @@ def enqueue_render(job_id: int, kind: str) -> None:
 def enqueue_followup(followup_id: int) -> None:
     """Answer a follow-up question about a finished report."""
     send_on_commit("followup", followup_id)
+
+
+def enqueue_document_index(document_id: int) -> None:
+    """Extract and index an uploaded knowledge-base document (research/knowledge/tasks.py)."""
+    send_on_commit("kb_index", document_id)

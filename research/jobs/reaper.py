@@ -18,16 +18,18 @@ from research.jobs.models import (
 )
 from research.jobs.states import job_set_status
 from research.jobs.units import now, queue_grace
+from research.knowledge.services import document_requeue_stale
 
 
 def reap_stale_work() -> dict[str, int]:
     """Re-queue units whose worker died (lapsed lease) or whose message was lost; time out reviews.
 
-    Returns how many stages, steps, renders and reviews it acted on.
+    Returns how many stages, steps, renders, reviews and knowledge-base documents (still `indexing`
+    after their message was lost) it acted on.
     """
     at = now()
     stale = at - queue_grace()
-    counts = {"stages": 0, "steps": 0, "renders": 0, "reviews": 0}
+    counts = {"stages": 0, "steps": 0, "renders": 0, "reviews": 0, "documents": document_requeue_stale()}
     working = ResearchJob.objects.filter(status__in=list(WORKING_STATUSES))
     # Stages whose worker stopped renewing the lease, and working jobs nobody claimed at all
     # (the message was lost before any worker saw it).

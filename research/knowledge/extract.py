@@ -10,13 +10,18 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 import unicodedata
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils.translation import gettext as _
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader as PdfReaderT
 
 logger = logging.getLogger(__name__)
 
@@ -141,24 +146,79 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def _extract_pdf(data: bytes) -> tuple[str, str]:
+def _check_pdf_header(data: bytes) -> None:
     if not data.lstrip(b"\r\n\t \xef\xbb\xbf").startswith(b"%PDF-"):
         raise DocumentRejected(
             _("the file is named .pdf but is not a PDF (no %(marker)s header)") % {"marker": "%PDF-"}
         )
+
+
+def _check_deadline(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise DocumentRejected(
+            _("extracting the text took longer than %(limit)s s") % {"limit": settings.KB_INDEX_TIME_S}
+        )
+
+
+def _check_text_size(chars: int) -> None:
+    limit = int(settings.KB_MAX_TEXT_CHARS)
+    if chars > limit:
+        raise DocumentRejected(
+            _("the document holds more than %(limit)s characters of text") % {"limit": f"{limit:,}"}
+        )
+
+
+def _pdf_pages_text(reader: PdfReaderT, deadline: float) -> list[str]:
+    """Every page's text, within the page, decompressed-size, text-size and time caps.
+
+    The page contents are decompressed and measured first (cheap), so a bomb (one big content stream reused
+    by many pages) is refused before the costly text extraction starts.
+    """
+    pages = reader.pages
+    max_pages = int(settings.KB_MAX_PDF_PAGES)
+    if len(pages) > max_pages:
+        raise DocumentRejected(
+            _("the PDF has %(n)s pages; the limit is %(limit)s") % {"n": f"{len(pages):,}", "limit": max_pages}
+        )
+    cap = int(settings.KB_MAX_DECOMPRESSED_BYTES)
+    expanded = 0
+    for page in pages:
+        contents = page.get_contents()
+        expanded += len(contents.get_data()) if contents is not None else 0
+        if expanded > cap:
+            raise DocumentRejected(
+                _("the PDF's pages expand to more than %(limit)s bytes of content") % {"limit": f"{cap:,}"}
+            )
+        _check_deadline(deadline)
+    texts: list[str] = []
+    chars = 0
+    for page in pages:
+        _check_deadline(deadline)
+        text = page.extract_text() or ""
+        chars += len(text)
+        _check_text_size(chars)
+        texts.append(text)
+    _check_deadline(deadline)
+    return texts
+
+
+def _extract_pdf(data: bytes, deadline: float) -> tuple[str, str]:
+    _check_pdf_header(data)
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import LimitReachedError, PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise DocumentRejected(_("the PDF is password-protected"))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages = _pdf_pages_text(reader, deadline)
         title = ""
         if reader.metadata is not None and reader.metadata.title:
             title = str(reader.metadata.title)
     except DocumentRejected:
         raise
+    except LimitReachedError as exc:  # pypdf's own caps (e.g. one stream decompressing past its limit)
+        raise DocumentRejected(_("the PDF is too large to read (%(reason)s)") % {"reason": exc}) from exc
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
         logger.info("unreadable PDF: %s", exc)
         raise DocumentRejected(_("the PDF could not be read (damaged or unsupported)")) from exc
@@ -234,6 +294,20 @@ def _extract_markdown(data: bytes) -> tuple[str, str]:
     return (heading.group(1) if heading else ""), text
 
 
+def precheck(*, filename: str, data: bytes) -> str:
+    """The cheap checks an upload gets at once (type, size, empty, PDF header); returns the kind.
+
+    The costly part (parsing, extraction) runs later in extract_document, in a worker.
+    """
+    kind = kind_for_filename(filename)
+    check_size(len(data))
+    if not data.strip():
+        raise DocumentRejected(_("the file is empty"))
+    if kind == "pdf":
+        _check_pdf_header(data)
+    return kind
+
+
 def extract_document(*, filename: str, data: bytes, content_type: str = "") -> Extracted:
     """Validate and extract. Raises DocumentRejected with a user-facing reason.
 
@@ -241,13 +315,11 @@ def extract_document(*, filename: str, data: bytes, content_type: str = "") -> E
     and the bytes decide) and only recorded when nothing better is known.
     """
     filename = clean_filename(filename)
-    kind = kind_for_filename(filename)
-    check_size(len(data))
-    if not data.strip():
-        raise DocumentRejected(_("the file is empty"))
+    kind = precheck(filename=filename, data=data)
+    deadline = time.monotonic() + settings.KB_INDEX_TIME_S
 
     if kind == "pdf":
-        title, text = _extract_pdf(data)
+        title, text = _extract_pdf(data, deadline)
     elif kind == "html":
         title, text = _extract_html(data)
     elif kind == "markdown":
@@ -255,6 +327,8 @@ def extract_document(*, filename: str, data: bytes, content_type: str = "") -> E
     else:
         title, text = "", decode_text(data)
 
+    _check_deadline(deadline)
+    _check_text_size(len(text))
     text = normalize_text(text)
     if not re.search(r"\w", text):
         if kind == "pdf":

@@ -27,6 +27,12 @@ class Collection(models.Model):
         return self.name
 
 
+class DocumentStatus(models.TextChoices):
+    INDEXING = "indexing", _("indexing…")
+    READY = "ready", _("indexed")
+    FAILED = "failed", _("failed")
+
+
 class Document(models.Model):
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents", db_index=False)
     title = models.CharField(max_length=255)
@@ -36,7 +42,13 @@ class Document(models.Model):
     sha256 = models.CharField(max_length=64)
     text = models.TextField(help_text="extracted plain text")
     chunk_count = models.PositiveIntegerField(default=0)
+    # Uploads are indexed by a Celery task (services.document_index): the bytes wait in `data` until then.
+    status = models.CharField(max_length=16, choices=DocumentStatus.choices, default=DocumentStatus.READY)
+    error = models.TextField(blank=True, help_text="why indexing failed, shown to the owner")
+    data = models.BinaryField(null=True, blank=True, editable=False, help_text="the upload, until indexed")
+    attempts = models.PositiveSmallIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -55,7 +55,7 @@ def collection_get_by_name(*, user: User | AnonymousUser, name: str) -> Collecti
 
 def document_list(*, collection: Collection) -> QuerySet[Document]:
     # The full text can be megabytes; lists never need it.
-    return Document.objects.filter(collection=collection).defer("text").order_by("-created", "-id")
+    return Document.objects.filter(collection=collection).defer("text", "data").order_by("-created", "-id")
 
 
 def document_get_for_user(*, user: User | AnonymousUser, document_id: int) -> Document:

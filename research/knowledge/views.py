@@ -165,13 +165,14 @@ def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLi
         for uploaded in files:
             yield uploaded.name or "", uploaded.read(), uploaded.content_type or ""
 
-    for result in services.document_add_many(collection=collection, files=read_files()):
+    # Only cheap checks here; a worker extracts and indexes (the document shows "indexing…" until then).
+    for result in services.document_add_many(collection=collection, files=read_files(), queue=True):
         if result.document is None:
             messages.error(
                 request, _("%(file)s: rejected: %(reason)s") % {"file": result.filename, "reason": result.error}
             )
         elif result.created:
-            messages.success(request, _("%(file)s: added.") % {"file": result.filename})
+            messages.success(request, _("%(file)s: added; indexing…") % {"file": result.filename})
         else:
             messages.info(
                 request,

@@ -34,6 +34,38 @@ def make_pdf(lines: list[str], *, title: str | None = None) -> bytes:
     return bytes(out)
 
 
+def make_pdf_bomb(*, pages: int = 40, stream_bytes: int = 1_000_000) -> bytes:
+    """A small PDF whose one Flate-compressed content stream (~stream_bytes of text operators) is the
+    /Contents of every page: ~10 KB on disk, pages × stream_bytes of content to extract."""
+    import zlib
+
+    line = "(All work and no play makes Jack a dull boy. ) Tj T* "
+    body = "BT /F1 1 Tf 0 0 Td 1 TL " + line * (stream_bytes // len(line)) + "ET"
+    packed = zlib.compress(body.encode("latin-1"), 9)
+    kids = " ".join(f"{6 + i} 0 R" for i in range(pages))
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length " + str(len(packed)).encode() + b" /Filter /FlateDecode >>\nstream\n" + packed
+        + b"\nendstream",
+        b"<< >>",  # unused, keeps the page numbering simple
+    ]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+                b"/Resources << /Font << /F1 3 0 R >> >> >>"] * pages
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body_bytes in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body_bytes + b"\nendobj\n"
+    xref_at = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    for offset in offsets:
+        out += f"{offset:010d} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
+    return bytes(out)
+
+
 # Ten documents on distinct topics (8 English, 2 Chinese) with some shared vocabulary,
 # so ranking has to weigh terms rather than just find them.
 CORPUS: dict[str, str] = {

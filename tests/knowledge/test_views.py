@@ -26,7 +26,12 @@ def urls_for(collection: Collection, document: Document) -> list[str]:
     ]
 
 
-def test_alice_creates_uploads_views_searches_and_deletes(alice_client, alice):
+def test_alice_creates_uploads_views_searches_and_deletes(alice_client, alice, monkeypatch):
+    from research.jobs import dispatch
+    from research.knowledge import services
+
+    queued: list[int] = []  # the worker's part is played below by calling the task's service
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda unit, *args: queued.append(int(args[0])))
     response = alice_client.post(
         reverse("knowledge:collection_list"), {"name": "Science", "description": "Papers I read"}
     )
@@ -53,11 +58,16 @@ def test_alice_creates_uploads_views_searches_and_deletes(alice_client, alice):
     )
     assert response.status_code == 302
     notes = messages_of(response)
-    assert "tcp.md: added." in notes and "tidal.pdf: added." in notes and "bees.html: added." in notes
+    assert "tcp.md: added; indexing…" in notes and "tidal.pdf: added; indexing…" in notes
+    assert "bees.html: added; indexing…" in notes
     assert any(n.startswith("virus.exe: rejected: unsupported file type") for n in notes)
     assert any(n.startswith("fake.pdf: rejected:") and "not a PDF" in n for n in notes)
     assert "empty.txt: rejected: the file is empty" in notes
     assert set(collection.documents.values_list("filename", flat=True)) == {"tcp.md", "tidal.pdf", "bees.html"}
+    assert len(queued) == 3
+    for document_id in queued:
+        services.document_index(document_id=document_id)
+    assert set(collection.documents.values_list("status", flat=True)) == {"ready"}
 
     again = alice_client.post(
         reverse("knowledge:document_upload", kwargs={"collection_id": collection.pk}),
@@ -102,6 +112,9 @@ def test_document_text_is_escaped(alice_client, alice_kb):
         {"files": [upload("xss.txt", payload, "text/plain")]},
     )
     document = Document.objects.get(filename="xss.txt")
+    from research.knowledge import services
+
+    services.document_index(document_id=document.pk)  # the worker's part
     page = alice_client.get(reverse("knowledge:document_detail", kwargs={"document_id": document.pk}))
     assert b"<script>alert" not in page.content
     assert b"&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page.content
@@ -170,7 +183,7 @@ def test_oversize_file_is_rejected_and_the_others_saved(alice_client, alice_kb, 
     )
     notes = messages_of(response)
     assert any(n.startswith("big.txt: rejected: the file is larger than 2,000 bytes") for n in notes)
-    assert "small.txt: added." in notes
+    assert "small.txt: added; indexing…" in notes
     assert list(alice_kb.documents.values_list("filename", flat=True)) == ["small.txt"]
 
 
