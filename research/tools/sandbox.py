@@ -14,7 +14,8 @@ When the app runs as root, the sandboxed code is dropped to a throw-away uid
 (setpriv, no capabilities, no_new_privs): the kernel never applies
 RLIMIT_NPROC to uid 0, so a fork bomb would otherwise be uncontained. As any
 other user bubblewrap makes its own user namespace, where RLIMIT_NPROC counts
-only the sandbox's processes.
+only the sandbox's processes. Either way the code runs in a user namespace made
+with --disable-userns (bwrap >= 0.8), so it cannot make one of its own.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ def _base_args(as_root: bool) -> list[str]:
         "sandbox",
     ]
     if not as_root:
-        args.append("--unshare-user")
+        # Our own user namespace, in which no further one may be made (bwrap >= 0.8).
+        args += ["--unshare-user", "--disable-userns"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -162,6 +164,10 @@ def _base_args(as_root: bool) -> list[str]:
     if os.path.isdir("/etc/fonts"):
         args += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/fonts", "/etc/fonts"]
     args += ["--proc", "/proc", "--dev", "/dev"]
+    if as_root:
+        # The inner bwrap (see _drop_privileges_args) needs a mount point for its own scratch tmpfs;
+        # root-owned 0755, so the sandboxed code cannot write here.
+        args += ["--perms", "0755", "--dir", "/tmp"]
     return args
 
 
@@ -213,6 +219,17 @@ def _drop_privileges_args(uid: int) -> list[str]:
         "--inh-caps=-all",
         "--bounding-set=-all",
         "--no-new-privs",
+        "--",
+        # Now unprivileged, a second bwrap makes a user namespace in which no further one may be made
+        # (bwrap >= 0.8): without it the code could unshare(CLONE_NEWUSER), gain capabilities there and
+        # mount a tmpfs that no limit counts. The file system is the outer sandbox's, bound as it is.
+        _find_executable("bwrap") or "/usr/bin/bwrap",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--bind", "/", "/",  # recursive: /proc and the read-only binds stay as the outer made them
+        "--dev", "/dev",  # bound devices lose their use in a user namespace: bwrap rebinds them
+        "--chdir", WORKDIR,
         "--",
     ]
 

@@ -336,3 +336,40 @@ def test_unknown_backend_is_refused(settings):
     settings.SANDBOX_BACKEND = "none"
     with pytest.raises(SandboxUnavailable, match="unsupported sandbox backend"):
         run_python("print(1)")
+
+
+@needs_sandbox
+def test_no_user_namespaces_inside():
+    """unshare(CLONE_NEWUSER) inside the sandbox fails, so the code cannot gain capabilities in a namespace
+    of its own and mount a tmpfs no limit counts (issue 17: it mounted one and wrote 2 GB to RAM)."""
+    code = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for name, flag in (("user", 0x10000000), ("user+mount", 0x10000000 | 0x00020000), ("mount", 0x00020000)):
+    r = libc.unshare(flag)
+    print(name, "refused" if r else "ALLOWED", os.strerror(ctypes.get_errno()) if r else "")
+print("mount-call", libc.mount(b"none", b"/sandbox", b"tmpfs", 0, None))
+"""
+    result = run_python(code, timeout=20)
+    assert result.exit_code == 0, result.stderr
+    assert "ALLOWED" not in result.stdout, result.stdout
+    assert result.stdout.count("refused") == 3 and "mount-call -1" in result.stdout, result.stdout
+
+
+def test_fails_closed_with_a_bwrap_that_cannot_disable_user_namespaces(monkeypatch, tmp_path):
+    """A bubblewrap older than 0.8 (no --disable-userns) is refused, not run without the block."""
+    real_bwrap = sandbox._find_executable("bwrap")
+    if real_bwrap is None:
+        pytest.skip("bwrap is not installed")
+    fake = tmp_path / "bwrap"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --disable-userns ] && '
+                    '{ echo "bwrap: Unknown option --disable-userns" >&2; exit 1; }; done\n'
+                    f'exec {real_bwrap} "$@"\n')
+    fake.chmod(0o755)
+    flag = tmp_path / "ran"
+    real = sandbox._find_executable
+    monkeypatch.setattr(sandbox, "_find_executable", lambda name: str(fake) if name == "bwrap" else real(name))
+    sandbox.reset_probe()
+    with pytest.raises(SandboxUnavailable):
+        run_python(f"open({str(flag)!r}, 'w').write('ran')")
+    assert not flag.exists()
