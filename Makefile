@@ -44,7 +44,9 @@ test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy research
 	$(MAKE) --no-print-directory check-deploy
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS) --ignore=tests/integration --ignore=tests/faults --ignore=tests/scale
+	# The suites that run real workers use a private PostgreSQL, as production does (tests/support/postgres.py).
+	TEST_DATABASE=postgres $(VENV)/bin/pytest -q $(PYTEST_ARGS) tests/integration tests/faults tests/scale
 
 bench: setup
 	$(PY) bench/run.py

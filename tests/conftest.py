@@ -51,6 +51,32 @@ from tests.support.procs import AsgiServer, RedisServer, WorkerProcess, base_env
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> Iterator[None]:
+    """With TEST_DATABASE=postgres, a private PostgreSQL is up before pytest-django creates the test database."""
+    if os.environ.get("TEST_DATABASE", "sqlite") != "postgres":
+        yield
+        return
+    from pathlib import Path
+
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer(Path(os.environ["TEST_RUN_DIR"]) / "pg", int(os.environ["TEST_PG_PORT"]))
+    try:
+        server.start()
+        server.wait_ready()
+        yield
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request) -> bool:
+    """On PostgreSQL the cluster dies with the session: skip DROP DATABASE, which a straggling child's open
+    connection would block."""
+    return os.environ.get("TEST_DATABASE", "sqlite") == "postgres" or bool(request.config.getvalue("reuse_db"))
+
+
+@pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer(os.environ["REDIS_URL"]).start()
     yield server

@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.urls import fill_route, url_routes
 
-PUBLIC = {"login", "logout", "signup", "set_language"}
+PUBLIC = {"login", "logout", "signup", "set_language", "healthz"}
 
 ALL = [(route, name) for route, name in url_routes() if name.split(":")[-1] not in PUBLIC]
 OBJECT_URLS = [(route, name) for route, name in ALL if "<" in route]

@@ -21,12 +21,13 @@ def base_env(**extra: str) -> dict[str, str]:
     run = os.environ["TEST_RUN_DIR"]
     env = dict(os.environ)
     env.update({
-        "DATABASE_URL": f"sqlite:///{os.environ['TEST_DB_NAME']}",
+        "DATABASE_URL": os.environ["TEST_CHILD_DATABASE_URL"],  # the test database (SQLite file or PostgreSQL)
         "DJANGO_SETTINGS_MODULE": "research.settings",
         "PYTHONUNBUFFERED": "1",
         "TEST_RUN_DIR": run,
     })
-    env.pop("TEST_DB_NAME", None)  # the children use the test database as their main one
+    for name in ("TEST_DB_NAME", "TEST_CHILD_DATABASE_URL"):
+        env.pop(name, None)  # the children use the test database as their main one
     env.update(extra)
     return env
 
