@@ -132,7 +132,7 @@ if STORAGE_BACKEND == "s3":
     }
 else:
     _default_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                        "OPTIONS": {"location": MEDIA_ROOT}}
+                        "OPTIONS": {"allow_overwrite": True}}  # location: MEDIA_ROOT
 STORAGES = {
     "default": _default_storage,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -6,11 +6,8 @@ Each unit holds a lease while it works; reap_stale_work() restarts units whose w
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -27,6 +24,7 @@ from research.agents.citations import finalize_report
 from research.agents.engines import get_engine
 from research.agents.graph import validate_plan
 from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
+from research.jobs import storage
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
 from research.jobs.leases import lease_deadline, lease_kept
@@ -80,36 +78,23 @@ def _engine_for(job: ResearchJob) -> Engine:
 # --- artifacts ---------------------------------------------------------------------------------
 
 
-def job_dir(job_id: int) -> Path:
-    path = Path(settings.MEDIA_ROOT) / "jobs" / str(job_id)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def artifact_save_file(*, job: ResearchJob, kind: str, name: str, path: Path) -> Artifact:
-    """Move a rendered file into the job's folder atomically and record it."""
-    target = job_dir(job.pk) / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if path.resolve() != target.resolve():
-        os.replace(path, target)
-    data = target.read_bytes()
-    if not data:
-        raise RuntimeError(f"{name} came out empty")
+    """Upload a file this worker made (in its own temp dir) to the storage and record it."""
+    key = storage.artifact_key(job.pk, name)
+    size, sha256 = storage.file_store(key=key, path=path)
     art, _ = Artifact.objects.update_or_create(
-        job=job, name=name,
-        defaults={"kind": kind, "file": f"jobs/{job.pk}/{name}", "size": len(data),
-                  "sha256": hashlib.sha256(data).hexdigest()},
+        job=job, name=name, defaults={"kind": kind, "file": key, "size": size, "sha256": sha256},
     )
     return art
 
 
 def artifact_save_bytes(*, job: ResearchJob, kind: str, name: str, data: bytes) -> Artifact:
-    folder = job_dir(job.pk)
-    (folder / name).parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=(folder / name).parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    return artifact_save_file(job=job, kind=kind, name=name, path=Path(tmp))
+    key = storage.artifact_key(job.pk, name)
+    size, sha256 = storage.file_store(key=key, data=data)
+    art, _ = Artifact.objects.update_or_create(
+        job=job, name=name, defaults={"kind": kind, "file": key, "size": size, "sha256": sha256},
+    )
+    return art
 
 
 # --- stages ---------------------------------------------------------------------------------------
@@ -498,7 +483,8 @@ def _render_claim(job_id: int, kind: str) -> OutputRender | None:
 
 def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[tuple[str, str, Path]]:
     """Render one output into workdir; returns (kind, name, path) for each file made."""
-    figures_dir = job_dir(job.pk)  # reports refer to figures/<name>
+    # Reports refer to figures/<name>: fetch the job's figures from the storage into this worker's temp dir.
+    figures_dir = storage.files_fetch(job.pk, workdir / "job")
     engine = _engine_for(job)
     ctx = JobContext(job)
     if kind == "pdf":
@@ -535,8 +521,8 @@ def output_render(*, job_id: int, kind: str) -> None:
             if version is None:
                 raise ValueError("there is no report to render")
             started = time.monotonic()
-            with tempfile.TemporaryDirectory(dir=job_dir(job_id), prefix=".render-") as tmp:
-                made = _render(job, kind, version.markdown, Path(tmp))
+            with storage.work_dir(f"render-{job_id}-{kind}") as tmp:
+                made = _render(job, kind, version.markdown, tmp)
                 with transaction.atomic():
                     for art_kind, name, path in made:
                         art = artifact_save_file(job=job, kind=art_kind, name=name, path=path)

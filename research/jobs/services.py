@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan
+from research.jobs import storage
 from research.jobs.events import event_emit
 from research.jobs.models import (
     JobStatus,
@@ -213,9 +212,9 @@ def job_retry(*, job: ResearchJob) -> None:
 def job_delete(*, job: ResearchJob) -> None:
     if not job.is_terminal and job.status != JobStatus.AWAITING_REVIEW:
         raise InvalidAction(_("Cancel the job before deleting it."))
-    folder = Path(settings.MEDIA_ROOT) / "jobs" / str(job.pk)
+    job_id = job.pk
     job.delete()
-    shutil.rmtree(folder, ignore_errors=True)
+    storage.files_delete(job_id)
 
 
 # --- plan review -------------------------------------------------------------------

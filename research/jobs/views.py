@@ -272,14 +272,10 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileResponse:
-    art = selectors.artifact_get_for_user(user=request.user, job_id=job_id, name=name)
-    root = (Path(settings.MEDIA_ROOT) / "jobs" / str(job_id)).resolve()
-    path = Path(art.file.path).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        raise Http404("No such file")
+    art, handle = selectors.artifact_open_for_download(user=request.user, job_id=job_id, name=name)
+    filename = Path(art.name).name
     inline = request.GET.get("inline") == "1" and art.kind == "figure"
-    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    response = FileResponse(path.open("rb"), as_attachment=not inline, filename=path.name,
-                            content_type=content_type)
+    content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    response = FileResponse(handle, as_attachment=not inline, filename=filename, content_type=content_type)
     response["X-Content-Type-Options"] = "nosniff"
     return response
