@@ -9,6 +9,7 @@ from pathlib import Path
 _RUN = Path(tempfile.mkdtemp(prefix="research-tests-"))
 os.environ["TEST_RUN_DIR"] = str(_RUN)
 os.environ.setdefault("OUTPUTS_DIR", str(_RUN / "outputs"))
+os.environ["STORAGE_BACKEND"] = "filesystem"  # tests that need S3 start their own server (tests/scale)
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
 os.environ.setdefault("FETCH_ALLOW_LOOPBACK", "1")
 os.environ.setdefault("TTS_BACKEND", "espeak")
