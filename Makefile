@@ -43,6 +43,7 @@ test: setup
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy research
+	$(PY) scripts/import_graph.py --quiet
 	$(MAKE) --no-print-directory check-deploy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS) --ignore=tests/integration --ignore=tests/faults --ignore=tests/scale
 	# The suites that run real workers use a private PostgreSQL, as production does (tests/support/postgres.py).

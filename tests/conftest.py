@@ -174,11 +174,11 @@ def live_settings(settings, test_site, fake_llm):
 @pytest.fixture
 def alice_objects(alice, monkeypatch) -> dict[str, object]:
     """One of each owned thing (job, artifact, knowledge base, document), keyed by URL parameter name."""
-    from research.jobs import services
+    from research.jobs import dispatch, services
     from research.jobs.models import Artifact
     from research.knowledge import services as kb_services
 
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     job = services.job_create(user=alice, question="What is the state of heat pumps?", options={})
     Artifact.objects.create(job=job, kind="md", name="report.md", file=f"jobs/{job.pk}/report.md", size=1,
                             sha256="0" * 64)

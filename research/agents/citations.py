@@ -1,48 +1,136 @@
-"""Citation finalisation: the references list comes from the source registry, never from the model."""
+"""Citations and report Markdown: the one citation grammar, the one references-section stripper, and the
+helpers every producer and consumer of a report uses (the LLM and offline nodes, the report stage, report
+edits, slides and podcast).
+
+Public API
+----------
+- ``CITATION`` — the grammar: ``[3]``, ``[3, 4]``, ``[3，4]``, ``[3-5]``, ``[3–5]``, ``[3; 4]``, ``[3、4]``
+  (each bracket of ``[3][4]`` on its own); never a link text ``[3](url)``, an image ``![3]`` or a
+  footnote ``[^1]``; nothing inside code (fenced or inline). A range expands to its numbers (at most 21).
+- ``citation_numbers(md)`` — every cited number, in order of first appearance.
+- ``filter_citations(md, allowed)`` — keep citations to ``allowed``, written as ``[a][b]``; returns the
+  text and how many were dropped.
+- ``strip_citations(md)`` — remove every citation (text for speech or slides).
+- ``strip_references_section(md)`` — drop a references / sources section (EN or ZH heading) up to the
+  next heading of the same or a higher level; code blocks are left alone.
+- ``references_markdown(sources, locale)`` — the references list, built from the source registry.
+- ``finalize_report(md, sources, locale=...)`` — the report stage's last pass: strip the model's
+  references, drop citations to unknown sources, append the registry's list of the cited ones.
+- ``ensure_title(md, title)``, ``fix_figure_refs(md, known, ...)``, ``FIGURE_REF`` — report shape.
+
+No Django, no model: pure functions over strings.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 
-_FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
-# [3] or [3, 5] or [3,5,7]; not a Markdown link text like [3](url) and not an image.
-_CITE = re.compile(r"(?<!!)\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\](?!\()")
-_REF_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|参考文献|参考资料|引用)\s*$", re.I | re.M)
+_ITEM = r"\s*\d{1,4}\s*(?:[-–]\s*\d{1,4}\s*)?"
+_SEPARATORS = r"[,，;；、]"
+# Group 1: the blanks before the citation (removed with a citation that is dropped entirely); group 2: items.
+# Not after a Latin letter or digit (`x[3]` is indexing) nor `!` (an image); CJK text may touch it: 光伏[3].
+CITATION = re.compile(rf"([ \t]*)(?<![A-Za-z0-9_!])\[({_ITEM}(?:{_SEPARATORS}{_ITEM})*)\](?!\()")
+_CODE = re.compile(r"(```.*?(?:```|\Z)|`[^`\n]*`)", re.DOTALL)
+_REFERENCE_HEADING = re.compile(
+    r"^\s{0,3}(?:#{1,6}\s*|\*\*)\s*(?:\d+[.)]?\s*)?"
+    r"(references|reference list|sources|bibliography|works cited|citations"
+    r"|参考文献|参考资料|参考来源|引用来源|资料来源|来源|引用)"
+    r"\s*[:：]?\s*(?:\*\*)?\s*$",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
+FIGURE_REF = re.compile(r"!\[([^\]]*)\]\(figures/([^)\s]+)\)")
+MAX_RANGE = 20
 
 
-@dataclass
-class FinalReport:
-    markdown: str
-    cited: list[int]
-    removed: int  # citation numbers the model wrote that match no source
+def _segments(md: str) -> list[tuple[str, bool]]:
+    """`md` cut into (text, is_code) pieces: citations inside code (`values[3]`) are code."""
+    parts: list[tuple[str, bool]] = []
+    last = 0
+    for match in _CODE.finditer(md):
+        parts.append((md[last : match.start()], False))
+        parts.append((match.group(0), True))
+        last = match.end()
+    parts.append((md[last:], False))
+    return parts
 
 
-def _strip_reference_section(md: str) -> str:
-    match = _REF_HEADING.search(md)
-    return md[: match.start()].rstrip() + "\n" if match else md
+def _numbers(items: str) -> list[int]:
+    out: list[int] = []
+    for item in re.split(_SEPARATORS, items):
+        parts = [p.strip() for p in re.split(r"[-–]", item)]
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            low, high = int(parts[0]), int(parts[1])
+            if 0 < high - low <= MAX_RANGE:
+                out.extend(range(low, high + 1))
+                continue
+        out.extend(int(p) for p in parts if p.isdigit())
+    return out
 
 
-def _fix_citations(text: str, known: set[int], cited: list[int]) -> tuple[str, int]:
-    removed = 0
+def _rewrite(md: str, keep: Iterable[int] | None) -> tuple[str, int, list[int]]:
+    """Rewrite every citation as [a][b] keeping only `keep` (None: keep all, [] : drop all)."""
+    allowed = None if keep is None else set(keep)
+    dropped = 0
+    kept_all: list[int] = []
 
-    def repl(match: re.Match[str]) -> str:
-        nonlocal removed
-        numbers = [int(n) for n in re.split(r"\s*,\s*", match.group(1))]
-        kept = [n for n in numbers if n in known]
-        removed += len(numbers) - len(kept)
-        for n in kept:
-            if n not in cited:
-                cited.append(n)
-        return "".join(f"[{n}]" for n in kept)
+    def sub(match: re.Match[str]) -> str:
+        nonlocal dropped
+        numbers = _numbers(match.group(2))
+        kept = [n for n in dict.fromkeys(numbers) if allowed is None or n in allowed]
+        dropped += len(numbers) - len(kept)
+        kept_all.extend(n for n in kept if n not in kept_all)
+        # A citation removed entirely takes its leading blanks with it ("text [9]." -> "text.").
+        return match.group(1) + "".join(f"[{n}]" for n in kept) if kept else ""
 
-    return _CITE.sub(repl, text), removed
+    pieces = [segment if is_code else CITATION.sub(sub, segment) for segment, is_code in _segments(md)]
+    return "".join(pieces), dropped, kept_all
 
 
-def references_markdown(sources: list[SourceRef], locale: str) -> str:
+def citation_numbers(md: str) -> list[int]:
+    """Every citation number written in `md` (outside code), in order of first appearance."""
+    return _rewrite(md, None)[2]
+
+
+def filter_citations(md: str, allowed: Iterable[int]) -> tuple[str, int]:
+    """Keep only citations to `allowed` numbers, written as [a][b]; return the text and how many were dropped."""
+    text, dropped, _ = _rewrite(md, allowed)
+    return text, dropped
+
+
+def strip_citations(md: str) -> str:
+    """`md` without any citation (for speech and slide text)."""
+    return _rewrite(md, ())[0]
+
+
+def strip_references_section(md: str) -> str:
+    """Drop a references / sources section the model (or a user) wrote; the registry writes the real one."""
+    out: list[str] = []
+    skipping_level = 0
+    in_fence = False
+    for line in md.split("\n"):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        if skipping_level:
+            heading = _HEADING.match(line)
+            if heading and len(heading.group(1)) <= skipping_level and not in_fence:
+                skipping_level = 0
+            else:
+                continue
+        if not in_fence and _REFERENCE_HEADING.match(line):
+            heading = _HEADING.match(line)
+            skipping_level = len(heading.group(1)) if heading else 6
+            continue
+        out.append(line)
+    return "\n".join(out).rstrip() + ("\n" if md.endswith("\n") else "")
+
+
+def references_markdown(sources: Sequence[SourceRef], locale: str) -> str:
     heading = "## 参考文献" if is_chinese(locale) else "## References"
     lines = [heading, ""]
     for src in sources:
@@ -56,20 +144,44 @@ def references_markdown(sources: list[SourceRef], locale: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def finalize_report(md: str, sources: list[SourceRef], *, locale: str) -> FinalReport:
+@dataclass
+class FinalReport:
+    markdown: str
+    cited: list[int]
+    removed: int  # citation numbers the model wrote that match no source
+
+
+def finalize_report(md: str, sources: Sequence[SourceRef], *, locale: str) -> FinalReport:
     """Drop citations to unknown sources, drop any model-written references, append the registry's list."""
-    known = {s.number for s in sources}
-    body = _strip_reference_section(md)
-    cited: list[int] = []
-    removed = 0
-    parts = _FENCE.split(body)
-    for i, part in enumerate(parts):
-        if i % 2 == 0:  # outside code
-            parts[i], n = _fix_citations(part, known, cited)
-            removed += n
-    body = "".join(parts).rstrip() + "\n"
     by_number = {s.number: s for s in sources}
-    listed = [by_number[n] for n in sorted(cited)]
-    if listed:
-        body += "\n" + references_markdown(listed, locale)
-    return FinalReport(markdown=body, cited=sorted(cited), removed=removed)
+    body, removed, cited = _rewrite(strip_references_section(md), by_number)
+    body = body.rstrip() + "\n"
+    cited = sorted(cited)
+    if cited:
+        body += "\n" + references_markdown([by_number[n] for n in cited], locale)
+    return FinalReport(markdown=body, cited=cited, removed=removed)
+
+
+def ensure_title(md: str, title: str) -> str:
+    """Make the report start with a level-1 heading."""
+    body = md.lstrip()
+    if body.startswith("# "):
+        return body
+    return f"# {title.strip() or 'Report'}\n\n{body}"
+
+
+def fix_figure_refs(md: str, known: Sequence[str], *, add_missing: Sequence[str] = (), heading: str = "") -> str:
+    """Drop figure embeds that name no known figure; append `add_missing` figures that are not embedded."""
+    known_set = set(known)
+    md = FIGURE_REF.sub(lambda m: m.group(0) if m.group(2) in known_set else "", md)
+    embedded = {m.group(2) for m in FIGURE_REF.finditer(md)}
+    missing = [name for name in add_missing if name in known_set and name not in embedded]
+    if missing:
+        block = "\n\n".join(f"![{_caption(name)}](figures/{name})" for name in missing)
+        md = md.rstrip() + ("\n\n" + heading if heading else "") + "\n\n" + block + "\n"
+    return md
+
+
+def _caption(name: str) -> str:
+    stem = name.rsplit(".", 1)[0]
+    return re.sub(r"[-_]+", " ", stem).strip() or name

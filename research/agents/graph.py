@@ -1,15 +1,9 @@
-"""The job graph: node names, allowed transitions, step scheduling and plan checks.
+"""Step scheduling and plan checks: which plan steps may run now, and whether a plan is valid.
 
-The orchestrator (jobs app) drives the nodes; this module only says what may
-follow what, so the flow is visible in one place and checked at run time.
-
-    coordinator ─┬─> end                      (greeting / refusal answered directly)
-                 ├─> investigate ─> planner   (optional background search)
-                 └─> planner ─┬─> review ─┬─> planner        (re-plan with feedback)
-                              │           └─> research_team
-                              ├─> research_team ─> reporter  (auto-accept)
-                              └─> reporter                    (plan has enough context)
-    reporter ─> render ─> end
+The job's statuses and the moves between them are the state machine in research/jobs/states.py; this
+module is the part of the job graph that needs no Django: the steps of a plan and their dependencies.
+research/jobs/steps.py schedules with ready_steps() and blocked_steps(); the plan-review form and the
+services check plans with validate_plan(). See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -18,44 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from research.agents.types import Plan, PlanStep
-
-NODES: tuple[str, ...] = (
-    "coordinator",
-    "investigate",
-    "planner",
-    "review",
-    "research_team",
-    "reporter",
-    "render",
-    "end",
-)
-
-START = "coordinator"
-END = "end"
-
-NEXT: dict[str, frozenset[str]] = {
-    "coordinator": frozenset({"investigate", "planner", "end"}),
-    "investigate": frozenset({"planner"}),
-    "planner": frozenset({"review", "research_team", "reporter"}),
-    "review": frozenset({"planner", "research_team"}),
-    "research_team": frozenset({"reporter"}),
-    "reporter": frozenset({"render"}),
-    "render": frozenset({"end"}),
-    "end": frozenset(),
-}
-
-
-class InvalidTransition(ValueError):
-    """The orchestrator tried to move between two nodes that are not connected."""
-
-
-def assert_transition(current: str, target: str) -> None:
-    """Raise InvalidTransition unless `target` may follow `current`."""
-    if current not in NEXT:
-        raise InvalidTransition(f"unknown node {current!r}")
-    if target not in NEXT[current]:
-        allowed = ", ".join(sorted(NEXT[current])) or "nothing"
-        raise InvalidTransition(f"{current!r} cannot go to {target!r} (allowed: {allowed})")
 
 
 def _step_fields(step: PlanStep | Mapping[str, Any]) -> tuple[str, str, list[str]]:
@@ -90,9 +46,9 @@ def ready_steps(
 ) -> list[str]:
     """Ids of steps that may start now, in plan order.
 
-    A step is ready when it is neither done nor running and everything it waits
-    for is in `done_ids`. Failed steps should not be passed as done: their
-    dependents then never become ready and the orchestrator decides what to do.
+    A step is ready when it is neither done nor in `running_ids` (pass every step that was started or
+    ended: queued, running, failed, cancelled) and everything it waits for is in `done_ids`. Failed
+    steps are not done: their dependents never become ready; see blocked_steps().
     """
     done = set(done_ids)
     running = set(running_ids)
@@ -102,6 +58,30 @@ def ready_steps(
         for sid, waits_for in deps.items()
         if sid not in done and sid not in running and all(d in done for d in waits_for)
     ]
+
+
+def blocked_steps(
+    plan_steps: Sequence[PlanStep | Mapping[str, Any]],
+    failed_ids: Iterable[str],
+    pending_ids: Iterable[str],
+) -> dict[str, str]:
+    """Pending steps that can never run because a step they wait for failed (directly or through
+    another blocked step), mapped to the failed step that blocks them (the first in its dependencies)."""
+    deps = effective_depends_on(plan_steps)
+    failed = set(failed_ids)
+    pending = set(pending_ids)
+    blocked: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for sid, waits_for in deps.items():
+            if sid not in pending or sid in blocked:
+                continue
+            bad = [d for d in waits_for if d in failed or d in blocked]
+            if bad:
+                blocked[sid] = bad[0]
+                changed = True
+    return blocked
 
 
 def find_cycle(deps: Mapping[str, Sequence[str]]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Prompt files for the LLM engine: `research/agents/prompts/<name>.<lang>.md`.
+"""Prompt files for the LLM engine: `research/agents/prompts/<name>.<lang>.md`, and the short
+instructions the nodes add to a conversation in `research/agents/prompts/fragments/<name>.<lang>.md`.
 
 Prompts live in files so they can be read and tuned without touching code.
 Each system prompt is static per agent and language (no per-job variables), so
@@ -30,13 +31,16 @@ def prompt_language(locale: str) -> str:
     return "zh" if is_chinese(locale or "") else "en"
 
 
+FRAGMENT_DIR = PROMPT_DIR / "fragments"
+
+
 @lru_cache(maxsize=128)
-def _read(name: str, lang: str) -> str:
-    path = PROMPT_DIR / f"{name}.{lang}.md"
+def _read(name: str, lang: str, folder: Path = PROMPT_DIR) -> str:
+    path = folder / f"{name}.{lang}.md"
     if not path.is_file():
-        fallback = PROMPT_DIR / f"{name}.en.md"
+        fallback = folder / f"{name}.en.md"
         if not fallback.is_file():
-            raise PromptNotFound(f"no prompt named {name!r} in {PROMPT_DIR}")
+            raise PromptNotFound(f"no prompt named {name!r} in {folder}")
         path = fallback
     return path.read_text(encoding="utf-8").strip() + "\n"
 
@@ -54,6 +58,11 @@ def render(template: str, **variables: object) -> str:
 def load_prompt(name: str, locale: str, **variables: object) -> str:
     """The prompt `name` in the language for `locale`, with `{var}` placeholders filled in."""
     return render(_read(name, prompt_language(locale)), **variables)
+
+
+def load_fragment(name: str, locale: str, **variables: object) -> str:
+    """A short instruction or label (no trailing newline) in the language for `locale`."""
+    return render(_read(name, prompt_language(locale), FRAGMENT_DIR), **variables).strip()
 
 
 def available_prompts() -> list[str]:

@@ -1,6 +1,6 @@
 """Small typed state shared by the graph, the engines and the renderers.
 
-The Plan, PodcastScript and SlideOutline models are contracts (DESIGN §4, §9).
+The Plan, PodcastScript and SlideOutline models are contracts (docs/architecture.md, "Contracts").
 """
 
 from __future__ import annotations
@@ -104,6 +104,16 @@ class CoordinatorDecision:
     answer: str = ""  # the direct answer (greeting) or the clarification question
 
 
+@dataclass(frozen=True)
+class McpToolSpec:
+    """A tool of an operator-configured MCP server, as the context lists it."""
+
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
 class JobCancelled(Exception):
     """Raised by AgentContext.check_cancelled() when the user cancelled the job."""
 
@@ -143,6 +153,10 @@ class AgentContext(Protocol):
     def sources(self) -> list[SourceRef]: ...
 
     def figures(self) -> list[str]: ...
+
+    def mcp_tools(self) -> list[McpToolSpec]: ...  # the MCP tools this job may use (cached listing)
+
+    def mcp_call(self, server: str, tool: str, arguments: dict[str, Any]) -> str: ...  # raises ToolError
 
 
 class Engine(Protocol):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from functools import cached_property
 from pathlib import Path
@@ -15,13 +16,48 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from research.agents.types import BudgetExceeded, CodeRun, JobCancelled, SearchHit, SourceRef, ToolError
+from research.agents.types import (
+    BudgetExceeded,
+    CodeRun,
+    JobCancelled,
+    McpToolSpec,
+    SearchHit,
+    SourceRef,
+    ToolError,
+)
 from research.jobs.events import event_emit
 from research.jobs.models import LLMCall, ResearchJob, Source
 
 logger = logging.getLogger(__name__)
 
 MAX_SOURCE_CHARS = 200_000
+
+
+MCP_LIST_TTL_S = 300.0
+MCP_FAILURE_TTL_S = 30.0
+_mcp_cache: dict[str, tuple[float, list[McpToolSpec]]] = {}
+_mcp_cache_lock = threading.Lock()
+
+
+def mcp_server_tools(server: str) -> list[McpToolSpec]:
+    """Tools of one MCP server, cached per process: listing opens a session (often a subprocess),
+    which parallel steps should not repeat for every step. A server that fails to list offers no tools."""
+    now = time.monotonic()
+    with _mcp_cache_lock:
+        cached = _mcp_cache.get(server)
+        if cached and cached[0] > now:
+            return cached[1]
+    try:
+        from research.tools.mcp_client import mcp_list_server_tools
+
+        specs = [McpToolSpec(server, t.name, t.description, t.input_schema) for t in mcp_list_server_tools(server)]
+        expires = now + MCP_LIST_TTL_S
+    except Exception:  # an unreachable or misconfigured MCP server only removes its tools
+        logger.warning("could not list the tools of MCP server %r", server, exc_info=True)
+        specs, expires = [], now + MCP_FAILURE_TTL_S
+    with _mcp_cache_lock:
+        _mcp_cache[server] = (expires, specs)
+    return specs
 
 
 def _source_ref(src: Source) -> SourceRef:
@@ -172,7 +208,7 @@ class JobContext:
         raise ToolError(f"could not register source {url}")
 
     def run_python(self, code: str) -> CodeRun:
-        from research.jobs.pipeline import artifact_save_bytes
+        from research.jobs.artifacts import artifact_save_bytes
         from research.tools.sandbox import SandboxUnavailable, run_python
 
         self.emit("step.activity", {"kind": "code", "lines": code.count("\n") + 1})
@@ -200,3 +236,15 @@ class JobContext:
     def figures(self) -> list[str]:
         names = self.job.artifacts.filter(kind="figure").values_list("name", flat=True)
         return [n.removeprefix("figures/") for n in names]
+
+    def mcp_tools(self) -> list[McpToolSpec]:
+        return [spec for server in self.options.get("mcp_tools") or [] for spec in mcp_server_tools(str(server))]
+
+    def mcp_call(self, server: str, tool: str, arguments: dict[str, Any]) -> str:
+        from research.tools.mcp_client import McpError, mcp_call_tool
+
+        self.emit("step.activity", {"kind": "tool", "name": tool, "server": server})
+        try:
+            return mcp_call_tool(server, tool, arguments)
+        except McpError as exc:
+            raise ToolError(str(exc)) from exc

@@ -1,6 +1,6 @@
 """The one event writer: store with the next seq in the caller's transaction, publish after commit.
 
-Nothing else in the project calls group_send (DESIGN §5).
+Nothing else in the project calls group_send (docs/architecture.md, "Events").
 """
 
 from __future__ import annotations

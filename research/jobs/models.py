@@ -1,6 +1,6 @@
 """Jobs, their plans, steps, sources, events, outputs and model-call accounting.
 
-The database is the source of truth for job state (DESIGN §2).
+The database is the source of truth for job state (docs/architecture.md, "The job graph").
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Writes that users trigger (views, CLI). Worker-side stages live in pipeline.py."""
+"""Writes that users trigger (views, CLI, API), and the plan/report writes the stages share.
+
+Worker-side units live in stages.py, steps.py, renders.py and reaper.py; status changes go through
+states.job_set_status (re-exported here); messages to the workers go through dispatch.py.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,11 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research.agents.citations import finalize_report
 from research.agents.graph import effective_depends_on, validate_plan
-from research.agents.types import STYLES, Plan
-from research.jobs import storage
+from research.agents.types import STYLES, Plan, SourceRef
+from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
+from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule
 from research.jobs.events import event_emit
 from research.jobs.models import (
     JobStatus,
@@ -27,6 +33,14 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
+from research.jobs.states import InvalidTransition, job_set_status
+
+__all__ = [
+    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "InvalidAction", "InvalidTransition", "RateLimited",
+    "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
+    "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
+    "report_version_create",
+]
 
 OUTPUT_KINDS = ("md", "pdf", "pptx", "podcast")
 ENGINES = ("auto", "llm", "offline")
@@ -129,44 +143,8 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
             if kind != "md":
                 OutputRender.objects.create(job=job, kind=kind)
         event_emit(job_id=job.pk, type="job.status", payload={"status": JobStatus.QUEUED})
-        _enqueue_on_commit("advance", job.pk)
+        enqueue_advance(job.pk)
     return job
-
-
-def _enqueue_on_commit(what: str, job_id: int, arg: str | None = None) -> None:
-    from research.jobs import tasks
-
-    def send() -> None:
-        if what == "advance":
-            tasks.job_advance.delay(job_id)
-        elif what == "step":
-            tasks.step_run.delay(job_id, arg)
-        elif what == "render":
-            tasks.render_output.delay(job_id, arg)
-        elif what == "schedule":
-            tasks.job_schedule.delay(job_id)
-
-    transaction.on_commit(send)
-
-
-def job_set_status(*, job: ResearchJob, status: str, **fields: Any) -> None:
-    """Change status and emit job.status in the same transaction."""
-    with transaction.atomic():
-        updates: dict[str, Any] = {"status": status, **fields}
-        if status in (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED):
-            updates.setdefault("finished_at", timezone.now())
-            updates.setdefault("stage_lease_until", None)
-        ResearchJob.objects.filter(pk=job.pk).update(**updates, updated=timezone.now())
-        for key, value in updates.items():
-            setattr(job, key, value)
-        payload: dict[str, Any] = {"status": status}
-        if fields.get("error"):
-            payload["error"] = fields["error"]
-        event_emit(job_id=job.pk, type="job.status", payload=payload)
-        if status == JobStatus.FAILED:
-            event_emit(job_id=job.pk, type="job.failed", payload={"error": job.error or "failed"})
-        elif status == JobStatus.DONE:
-            event_emit(job_id=job.pk, type="job.done", payload={"answer": job.answer} if job.answer else {})
 
 
 def job_cancel(*, job: ResearchJob) -> None:
@@ -197,16 +175,13 @@ def job_retry(*, job: ResearchJob) -> None:
         ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=False, stage_attempts=0, finished_at=None)
         job.cancel_requested = False
         if job.report_versions.exists() and job.renders.exists():
-            job.renders.exclude(status=OutputStatus.DONE).update(status=OutputStatus.PENDING, error="", attempts=0)
-            job_set_status(job=job, status=JobStatus.RENDERING, error="")
-            for kind in job.renders.exclude(status=OutputStatus.DONE).values_list("kind", flat=True):
-                _enqueue_on_commit("render", job.pk, kind)
+            renders_queue(job=job, keep_done=True)
         elif job.steps.exists():
             job_set_status(job=job, status=JobStatus.RESEARCHING, error="")
-            _enqueue_on_commit("schedule", job.pk)
+            enqueue_schedule(job.pk)
         else:
             job_set_status(job=job, status=JobStatus.QUEUED, error="")
-            _enqueue_on_commit("advance", job.pk)
+            enqueue_advance(job.pk)
 
 
 def job_delete(*, job: ResearchJob) -> None:
@@ -214,7 +189,7 @@ def job_delete(*, job: ResearchJob) -> None:
         raise InvalidAction(_("Cancel the job before deleting it."))
     job_id = job.pk
     job.delete()
-    storage.files_delete(job_id)
+    job_dir_remove(job_id)
 
 
 # --- plan review -------------------------------------------------------------------
@@ -259,7 +234,7 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
             ResearchJob.objects.filter(pk=job.pk).update(replans=job.replans + 1)
             opts = dict(job.options, replan_feedback=feedback.strip(), replan_base=version.number)
             job_set_status(job=job, status=JobStatus.PLANNING, options=opts, stage_attempts=0)
-            _enqueue_on_commit("advance", job.pk)
+            enqueue_advance(job.pk)
             return version
         if action != "accept":
             raise ValidationError(_("Unknown action %(action)r.") % {"action": action})
@@ -287,10 +262,10 @@ def plan_start(*, job: ResearchJob, version: PlanVersion) -> None:
                                                                  "steps": [s.id for s in plan.steps]})
         if plan.has_enough_context or not plan.steps:
             job_set_status(job=job, status=JobStatus.REPORTING, title=plan.title[:300], stage_attempts=0)
-            _enqueue_on_commit("advance", job.pk)
+            enqueue_advance(job.pk)
         else:
             job_set_status(job=job, status=JobStatus.RESEARCHING, title=plan.title[:300], review_deadline=None)
-            _enqueue_on_commit("schedule", job.pk)
+            enqueue_schedule(job.pk)
 
 
 # --- reports and outputs -------------------------------------------------------------
@@ -304,24 +279,26 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
 
 
 def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
-    """Store the user's edited Markdown as a new version and re-render every requested output from it."""
+    """Store the user's edited Markdown as a new version and re-render every requested output from it.
+
+    The edit goes through the same citation pass as the reporter's text (research.agents.citations):
+    citations to sources the job does not have are dropped and the references list is rebuilt from
+    the source registry, so an edit cannot cite a source nobody read.
+    """
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Only a finished report can be edited."))
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
-    from research.jobs.pipeline import artifact_save_bytes
-
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    markdown = finalize_report(markdown, sources, locale=job.locale).markdown
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")
         artifact_save_bytes(job=job, kind="md", name="report.md", data=markdown.encode())
         event_emit(job_id=job.pk, type="report.ready", payload={"version": version.number, "author": "user"})
-        kinds = list(job.renders.values_list("kind", flat=True))
-        if kinds:
-            job.renders.update(status=OutputStatus.PENDING, error="", attempts=0)
-            job_set_status(job=job, status=JobStatus.RENDERING, error="")
-            for kind in kinds:
-                _enqueue_on_commit("render", job.pk, kind)
+        if job.renders.exists():
+            renders_queue(job=job)
     return version
 
 
@@ -330,8 +307,29 @@ def output_rerender(*, job: ResearchJob, kind: str) -> None:
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))
+    renders_queue(job=job, kinds=[kind])
+
+
+def renders_queue(*, job: ResearchJob, kinds: list[str] | None = None, keep_done: bool = False,
+                  report_version: int | None = None) -> list[str]:
+    """Queue outputs to render from the latest report and move the job to `rendering`.
+
+    The one place that queues renders (report stage, report edit, re-render, retry). `kinds` None =
+    every output the job has; a kind it does not have yet is added. `keep_done` leaves outputs that
+    already rendered alone (retry). Returns the kinds queued.
+    """
     with transaction.atomic():
-        OutputRender.objects.update_or_create(job=job, kind=kind, defaults={"status": OutputStatus.PENDING,
-                                                                            "error": "", "attempts": 0})
+        for kind in kinds or []:
+            OutputRender.objects.get_or_create(job=job, kind=kind)
+        rows = job.renders.all() if kinds is None else job.renders.filter(kind__in=kinds)
+        if keep_done:
+            rows = rows.exclude(status=OutputStatus.DONE)
+        queued = sorted(rows.values_list("kind", flat=True))
+        reset: dict[str, Any] = {"status": OutputStatus.PENDING, "error": "", "attempts": 0}
+        if report_version is not None:
+            reset["report_version"] = report_version
+        rows.update(**reset)
         job_set_status(job=job, status=JobStatus.RENDERING, error="")
-        _enqueue_on_commit("render", job.pk, kind)
+        for kind in queued:
+            enqueue_render(job.pk, kind)
+    return queued

@@ -32,13 +32,15 @@ MAX_DATA_URL_BYTES = 256 * 1024
 _DATA_IMAGE_RE = re.compile(r"^data:image/(png|jpeg|gif);base64,([A-Za-z0-9+/=\s]+)$")
 _TOC_HEADING_RE = re.compile(r'<h([23]) id="(sec-\d+)">(.*?)</h\1>', re.DOTALL)
 
-# Latin faces first (they look better for Latin text), CJK faces after so Chinese falls back to
-# Noto CJK instead of tofu; for Chinese reports the CJK face leads so punctuation uses CJK metrics.
-_LATIN_SERIF = '"Liberation Serif", "DejaVu Serif"'
-_LATIN_SANS = '"Liberation Sans", "DejaVu Sans"'
+# The fonts the PDF is set in, named exactly and installed by scripts/sysdeps.sh (fonts-dejavu-core,
+# fonts-dejavu-extra for true italics, fonts-noto-cjk): no fallback to whatever else a machine has, so
+# the layout is the same everywhere. Latin faces first, CJK after so Chinese gets Noto CJK instead of
+# tofu; for Chinese reports the CJK face leads so punctuation uses CJK metrics.
+_LATIN_SERIF = '"DejaVu Serif"'
+_LATIN_SANS = '"DejaVu Sans"'
 _CJK_SERIF = '"Noto Serif CJK SC", "Noto Sans CJK SC"'
 _CJK_SANS = '"Noto Sans CJK SC"'
-_MONO = '"DejaVu Sans Mono", "Liberation Mono", "Noto Sans Mono CJK SC", "Noto Sans CJK SC", monospace'
+_MONO = '"DejaVu Sans Mono", "Noto Sans Mono CJK SC"'
 
 
 class FetchRefused(ValueError):

@@ -1,4 +1,4 @@
-"""Fetch one web page for the researcher, safely (DESIGN §7).
+"""Fetch one web page for the researcher, safely (docs/architecture.md, "Tools").
 
 The URL comes from a search result or from the model, so it is untrusted:
 it may point at the cloud metadata service, at an internal admin page, or at

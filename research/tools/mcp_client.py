@@ -1,4 +1,4 @@
-"""Tools from MCP servers configured by the operator (DESIGN §7).
+"""Tools from MCP servers configured by the operator (docs/architecture.md, "Tools").
 
 Servers come only from `settings.MCP_SERVERS` (or an explicit list in code),
 never from the browser, and only tools named in a server's `allowed_tools`

@@ -1,6 +1,6 @@
 """Run untrusted Python (the coder step's code) in a bubblewrap sandbox.
 
-Isolation (DESIGN §7): a separate process tree in new PID / network / IPC / UTS
+Isolation (docs/architecture.md, "Tools"): a separate process tree in new PID / network / IPC / UTS
 namespaces, an empty environment, a root file system that holds only /usr, the
 interpreter and the virtualenv's libraries (read-only) plus one private,
 writable working directory, and rlimits on CPU, memory, processes, file size

@@ -1,4 +1,4 @@
-"""Web search over a chain of providers (DESIGN §7).
+"""Web search over a chain of providers (docs/architecture.md, "Tools").
 
 `SEARCH_PROVIDERS` is an ordered list, e.g. ["searxng", "duckduckgo", "knowledge"].
 Web providers form a fallback chain: they are tried in order and the first one

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from research.agents.citations import citation_numbers
 from research.agents.engines import get_engine
-from research.agents.engines.llm import (
-    EngineError,
-    LLMEngine,
-    _DeltaFilter,
-    citation_numbers,
-    filter_citations,
-    strip_references_section,
-    strip_think,
-)
+from research.agents.engines.llm import EngineError, LLMEngine
 from research.agents.graph import validate_plan
 from research.agents.prompts import available_prompts, load_prompt, render
 from research.agents.text import detect_locale
@@ -568,48 +560,10 @@ def test_slide_figures_must_exist(engine, llm, fake):
     assert engine.slide_outline(make_ctx(llm), REPORT).slides[0].figure is None
 
 
-# ---- text helpers ------------------------------------------------------------------------
-
-
-def test_filter_citations_normalises_and_counts():
-    text, dropped = filter_citations("A [1, 2]. B [3]. C [2-4]. D [x](http://l) [^1] `a[3]`.", {1, 2, 4})
-    assert text == "A [1][2]. B. C [2][4]. D [x](http://l) [^1] `a[3]`."
-    assert dropped == 2
-
-
-def test_strip_references_section_keeps_later_sections():
-    md = "# T\n\nText [1].\n\n## Sources\n\n- [1] a\n\n## Appendix\n\nMore.\n\n**参考文献**\n\n1. b\n"
-    assert strip_references_section(md) == "# T\n\nText [1].\n\n## Appendix\n\nMore.\n"
-
-
-@pytest.mark.parametrize(
-    ("raw", "clean"),
-    [
-        ("<think>plan</think>Answer", "Answer"),
-        ("reasoning here\n</think>\n\nAnswer", "Answer"),
-        ("Answer<think>never closed", "Answer"),
-        ('Answer <tool_call>{"name": "web_search"}</tool_call>', "Answer"),
-    ],
-)
-def test_strip_think(raw, clean):
-    assert strip_think(raw) == clean
-
-
-def test_delta_filter_hides_think_split_across_pieces():
-    out: list[str] = []
-    stream = _DeltaFilter(out.append)
-    for piece in ["# Ti", "tle <th", "ink>secret ", "stuff</thi", "nk> body", " <", "b>"]:
-        stream.feed(piece)
-    stream.flush()
-    assert "".join(out) == "# Title  body <b>"
-    assert not re.search("secret|stuff", "".join(out))
-
-
 # ---- MCP tools ---------------------------------------------------------------------------
 
 
 def test_mcp_tools_are_offered_and_called(engine, llm, fake, scenario, monkeypatch):
-    from research.agents.engines import llm as llm_module
     from research.tools import mcp_client
 
     listed = [mcp_client.McpTool("files", "lookup", "Look a word up", {"type": "object", "properties": {}})]
@@ -621,7 +575,6 @@ def test_mcp_tools_are_offered_and_called(engine, llm, fake, scenario, monkeypat
             raise mcp_client.McpError("MCP tool files/lookup failed: no such word")
         return "solar: energy from the sun"
 
-    monkeypatch.setattr(llm_module, "_mcp_cache", {})
     monkeypatch.setattr(mcp_client, "mcp_list_server_tools", lambda server: listed)
     monkeypatch.setattr(mcp_client, "mcp_call_tool", call_tool)
 

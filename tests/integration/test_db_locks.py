@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
-from research.jobs import pipeline, services
+from research.jobs import dispatch, services, stages, steps
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepStatus
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -51,8 +51,7 @@ def race(fn: Callable[[], Any]) -> list[Any]:
 
 @pytest.fixture
 def job(alice, monkeypatch, redis_server) -> ResearchJob:
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
-    monkeypatch.setattr(pipeline, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     job = services.job_create(user=alice, question="How do heat pumps work?", options={})
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.RESEARCHING)
     JobStep.objects.create(job=job, step_id="s1", position=0, title="Background")
@@ -65,7 +64,7 @@ def test_the_suite_runs_on_postgresql_when_asked():
 
 
 def test_one_of_many_racing_workers_claims_a_step(job):
-    results = race(lambda: pipeline._step_claim(job.pk, "s1"))
+    results = race(lambda: steps.step_claim(job.pk, "s1"))
     winners = [r for r in results if r is not None]
     assert len(winners) == 1, results
     step = JobStep.objects.get(job=job, step_id="s1")
@@ -76,7 +75,7 @@ def test_one_of_many_racing_workers_claims_a_step(job):
 
 def test_one_of_many_racing_workers_claims_a_stage(job):
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.PLANNING)
-    results = race(lambda: pipeline._stage_claim(job.pk))
+    results = race(lambda: stages.stage_claim(job.pk))
     assert len([r for r in results if r is not None]) == 1, results
     assert ResearchJob.objects.get(pk=job.pk).stage_attempts == 1
 

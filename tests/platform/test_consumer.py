@@ -9,7 +9,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from research.asgi import application
-from research.jobs import services
+from research.jobs import dispatch, services
 from research.jobs.consumers import JobEventsConsumer
 from research.jobs.events import event_emit
 from research.jobs.models import ResearchJob
@@ -23,7 +23,7 @@ def memory_layer(settings, monkeypatch):
     from channels.layers import channel_layers
 
     channel_layers.backends.clear()
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     yield
     channel_layers.backends.clear()
 

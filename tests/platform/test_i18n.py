@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from research.jobs import services
+from research.jobs import dispatch, services
 from research.knowledge import services as kb_services
 
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh-Hans;q=0.9,en;q=0.5"}
@@ -25,7 +25,7 @@ MO_PATH = LOCALE_DIR / "django.mo"
 
 @pytest.fixture(autouse=True)
 def _no_enqueue(monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
 
 
 @pytest.fixture

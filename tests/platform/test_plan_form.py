@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from research.agents.types import Plan, PlanStep
-from research.jobs import services
+from research.jobs import dispatch, services
 from research.jobs.forms import PlanStepFormSet, plan_rows_apply
-from research.jobs.models import JobStatus, JobStep
+from research.jobs.models import JobStep
+from tests.support.jobs import TO_REVIEW, job_walk
 
 
 def _data(steps: list[dict], **extra) -> dict:
@@ -74,11 +75,11 @@ def test_editor_buttons():
 
 @pytest.fixture
 def review_job(alice, monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     job = services.job_create(user=alice, question="q?", options={"max_steps": 4})
     plan = Plan(title="P", steps=[PlanStep(id="a", title="First"), PlanStep(id="b", title="Second")])
     services.plan_version_create(job=job, plan=plan, author="planner")
-    services.job_set_status(job=job, status=JobStatus.AWAITING_REVIEW)
+    job_walk(job, *TO_REVIEW)
     return job
 
 

@@ -7,16 +7,17 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 
 from research.agents.types import Plan, PlanStep
-from research.jobs import selectors, services
+from research.jobs import dispatch, selectors, services
 from research.jobs.events import event_emit
 from research.jobs.models import JobEvent, JobStatus, JobStep, PlanVersion, ResearchJob
+from tests.support.jobs import TO_REVIEW, job_walk
 
 
 @pytest.fixture(autouse=True)
 def _no_enqueue(monkeypatch):
     """These tests run inside a rolled-back transaction; nothing is sent to a broker."""
     sent: list[tuple] = []
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: sent.append(a))
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: sent.append(a))
     return sent
 
 
@@ -102,7 +103,7 @@ def _awaiting_review(job: ResearchJob) -> PlanVersion:
     plan = Plan(title="Solar", steps=[PlanStep(id="a", title="Costs"), PlanStep(id="b", title="Outlook",
                                                                                 depends_on=["a"])])
     version = services.plan_version_create(job=job, plan=plan, author="planner")
-    services.job_set_status(job=job, status=JobStatus.AWAITING_REVIEW)
+    job_walk(job, *TO_REVIEW)
     return version
 
 
@@ -177,7 +178,7 @@ def test_retry_keeps_done_steps_and_reruns_the_rest(alice, _no_enqueue):
 def test_delete_removes_job_and_files(alice, settings):
     from pathlib import Path
 
-    from research.jobs.pipeline import artifact_save_bytes
+    from research.jobs.artifacts import artifact_save_bytes
 
     job = make_job(alice)
     artifact_save_bytes(job=job, kind="md", name="report.md", data=b"x")
@@ -189,3 +190,16 @@ def test_delete_removes_job_and_files(alice, settings):
     job.refresh_from_db()
     services.job_delete(job=job)
     assert not ResearchJob.objects.filter(pk=job.pk).exists() and not folder.exists()
+
+
+def test_report_edit_goes_through_the_citation_pass(alice):
+    from research.jobs.models import Source
+
+    job = make_job(alice)
+    job_walk(job, JobStatus.COORDINATING, JobStatus.DONE)
+    services.report_version_create(job=job, markdown="# R\n\nOld [1].\n", author="reporter")
+    Source.objects.create(job=job, number=1, url="https://a.example/", title="A", kind="web", text="t",
+                          text_hash="0" * 64)
+    edited = "# R\r\n\r\nKept [1]. Made up [9].\r\n\r\n## Sources\r\n\r\n- x\r\n"
+    version = services.report_edit(job=job, markdown=edited)
+    assert version.markdown == "# R\n\nKept [1]. Made up.\n\n## References\n\n- [1] [A](https://a.example/)\n"

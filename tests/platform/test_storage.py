@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from django.test import Client
 
 from research.jobs import selectors, services, storage
-from research.jobs.pipeline import artifact_save_bytes, artifact_save_file
+from research.jobs.artifacts import artifact_save_bytes, artifact_save_file
 from research.runtime import free_port
 
 pytestmark = pytest.mark.django_db

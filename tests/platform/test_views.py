@@ -8,14 +8,14 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from research.jobs import services
+from research.jobs import dispatch, services
+from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.models import JobStatus, ResearchJob
-from research.jobs.pipeline import artifact_save_bytes
 
 
 @pytest.fixture(autouse=True)
 def _no_enqueue(monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
 
 
 def test_signup_then_job_list(db, client):

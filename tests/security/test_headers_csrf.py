@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from research.jobs import services
+from research.jobs import dispatch
 from research.jobs.models import ResearchJob
 from tests.support.urls import fill_route, url_routes
 
@@ -63,7 +63,7 @@ def test_security_headers_on_pages_errors_and_downloads(alice_client, alice_obje
 
 def test_job_creation_is_rate_limited_per_user_with_429(alice_client, alice, bob, settings, monkeypatch):
     settings.JOB_CREATE_RATE = "2/h"
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     form = {"question": "How do heat pumps work?", "style": "academic", "locale": "auto", "max_steps": 3,
             "engine": "offline", "web": "on"}
     assert [alice_client.post("/jobs/new/", form).status_code for _ in range(2)] == [302, 302]

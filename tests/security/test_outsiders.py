@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.http import Http404
 
-from research.jobs import services
+from research.jobs import dispatch, services
 from research.jobs.models import ResearchJob
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def alices_kb(alice):
 
 
 def test_a_job_cannot_search_someone_elses_knowledge_base(charlie, charlie_client, alices_kb, monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_on_commit", lambda *a: None)
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     with pytest.raises(Http404):
         services.job_create(user=charlie, question="What do the notes say?", options={"kb": alices_kb.pk})
     response = charlie_client.post("/jobs/new/", {"question": "What do the notes say?", "style": "academic",

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from research.agents.types import CodeRun, JobCancelled, SearchHit, SourceRef, ToolError
+from research.agents.types import CodeRun, JobCancelled, McpToolSpec, SearchHit, SourceRef, ToolError
 
 
 @dataclass
@@ -87,3 +87,19 @@ class FakeContext:
 
     def figures(self) -> list[str]:
         return list(self.figure_names)
+
+    def mcp_tools(self) -> list[McpToolSpec]:
+        # Like the job context: the servers named in options["mcp_tools"], listed through the MCP client.
+        from research.tools.mcp_client import mcp_list_server_tools
+
+        return [McpToolSpec(t.server, t.name, t.description, t.input_schema)
+                for server in self.options.get("mcp_tools") or [] for t in mcp_list_server_tools(server)]
+
+    def mcp_call(self, server: str, tool: str, arguments: dict[str, Any]) -> str:
+        from research.tools.mcp_client import McpError, mcp_call_tool
+
+        self.emit("step.activity", {"kind": "tool", "name": tool, "server": server})
+        try:
+            return mcp_call_tool(server, tool, arguments)
+        except McpError as exc:
+            raise ToolError(str(exc)) from exc

@@ -1,4 +1,4 @@
-"""Engines: the text-producing functions of the job graph (DESIGN §10).
+"""Engines: the text-producing functions of the job graph (docs/architecture.md, "Parts").
 
 `llm` drives a model; `offline` is extractive and needs none. Both are imported
 lazily so that choosing one never loads (or breaks on) the other.

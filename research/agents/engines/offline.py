@@ -1,4 +1,4 @@
-"""The offline engine: whole research jobs with no model server (DESIGN §10).
+"""The offline engine: whole research jobs with no model server (docs/architecture.md, "Parts").
 
 It shares the graph, events, plan review, tools and renderers with the model engine; only the
 text-producing functions differ. Everything is extractive and deterministic:

@@ -1,4 +1,4 @@
-"""`manage.py render REPORT.md --formats pdf,pptx,podcast --out DIR` (DESIGN §8, contract).
+"""`manage.py render REPORT.md --formats pdf,pptx,podcast --out DIR` (contract: docs/architecture.md, "CLI").
 
 Renders any Markdown report without Redis, Celery or the database. Every requested
 format is attempted; the command exits non-zero if any of them failed.

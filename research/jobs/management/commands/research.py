@@ -1,4 +1,7 @@
-"""`manage.py research "QUESTION"`: run a job through the same Celery path as the web app (DESIGN §8)."""
+"""`manage.py research "QUESTION"`: run a job through the same Celery path as the web app.
+
+Contract: docs/architecture.md, "CLI".
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`manage.py kb add NAME FILE… | list | search NAME QUERY` — knowledge bases for operators.
 
-Contract (DESIGN.md §8): `kb add` prints one line per file (added / already
+Contract (docs/architecture.md, "CLI"): `kb add` prints one line per file (added / already
 present / rejected: reason) and exits non-zero if any file was rejected.
 """
 

@@ -1,0 +1,75 @@
+"""The reaper (Celery beat, every few seconds): re-queue units whose worker died or whose message was lost,
+and time out plan reviews. Units are idempotent (their claims check the database), so re-sending is safe."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule, enqueue_step
+from research.jobs.events import event_emit
+from research.jobs.models import (
+    WORKING_STATUSES,
+    JobStatus,
+    JobStep,
+    OutputRender,
+    OutputStatus,
+    ResearchJob,
+    StepStatus,
+)
+from research.jobs.states import job_set_status
+from research.jobs.units import now, queue_grace
+
+
+def reap_stale_work() -> dict[str, int]:
+    """Re-queue units whose worker died (lapsed lease) or whose message was lost; time out reviews.
+
+    Returns how many stages, steps, renders and reviews it acted on.
+    """
+    at = now()
+    stale = at - queue_grace()
+    counts = {"stages": 0, "steps": 0, "renders": 0, "reviews": 0}
+    working = ResearchJob.objects.filter(status__in=list(WORKING_STATUSES))
+    # Stages whose worker stopped renewing the lease, and working jobs nobody claimed at all
+    # (the message was lost before any worker saw it).
+    for job_id in [*working.filter(stage_lease_until__lt=at).values_list("pk", flat=True),
+                   *working.filter(stage_lease_until__isnull=True, updated__lt=stale).values_list("pk", flat=True)]:
+        counts["stages"] += 1
+        enqueue_advance(job_id)
+    for step in JobStep.objects.filter(status__in=[StepStatus.RUNNING, StepStatus.QUEUED], lease_until__lt=at,
+                                       job__status=JobStatus.RESEARCHING):
+        with transaction.atomic():
+            n = JobStep.objects.filter(pk=step.pk, status=step.status, lease_until=step.lease_until).update(
+                status=StepStatus.QUEUED, lease_until=at + queue_grace())
+            if n:
+                counts["steps"] += 1
+                if step.status == StepStatus.RUNNING:
+                    event_emit(job_id=step.job_id, type="step.requeued",
+                               payload={"step": step.step_id, "attempt": step.attempts,
+                                        "reason": "its worker stopped renewing the lease"})
+                enqueue_step(step.job_id, step.step_id)
+    for row in OutputRender.objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
+        if OutputRender.objects.filter(pk=row.pk, status=OutputStatus.RUNNING, lease_until=row.lease_until).update(
+            status=OutputStatus.PENDING
+        ):
+            counts["renders"] += 1
+            enqueue_render(row.job_id, row.kind)
+    for row in OutputRender.objects.filter(status=OutputStatus.PENDING, job__status=JobStatus.RENDERING,
+                                           updated__lt=stale):
+        OutputRender.objects.filter(pk=row.pk).update(updated=at)
+        enqueue_render(row.job_id, row.kind)
+    for job_id in ResearchJob.objects.filter(status=JobStatus.AWAITING_REVIEW, review_deadline__lt=at).values_list(
+        "pk", flat=True
+    ):
+        with transaction.atomic():
+            # Check again under the row lock: the user may have answered the review meanwhile.
+            job = ResearchJob.objects.select_for_update().filter(
+                pk=job_id, status=JobStatus.AWAITING_REVIEW, review_deadline__lt=at).first()
+            if job is not None:
+                counts["reviews"] += 1
+                job_set_status(job=job, status=JobStatus.CANCELLED, error="The plan was not reviewed in time.")
+    # Researching jobs whose steps all ended but whose scheduler message was lost.
+    for job_id in ResearchJob.objects.filter(status=JobStatus.RESEARCHING, updated__lt=stale).values_list(
+        "pk", flat=True
+    ):
+        enqueue_schedule(job_id)
+    return counts

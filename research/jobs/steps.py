@@ -1,0 +1,175 @@
+"""A job's plan steps: the scheduler (job_schedule) and one step's run (step_run).
+
+The scheduler asks the job graph (research.agents.graph) which steps are ready and which can never run,
+queues the ready ones up to the concurrency limit, and moves the job to reporting once every step ended.
+A running step holds a lease token; only the holder may write its outcome (reaper.py may hand it on).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+from billiard.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+
+from research.agents.graph import blocked_steps, ready_steps
+from research.agents.types import BudgetExceeded, JobCancelled, PlanStep
+from research.jobs.context import JobContext
+from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
+from research.jobs.events import event_emit
+from research.jobs.leases import lease_deadline, lease_kept
+from research.jobs.models import JobStatus, JobStep, ResearchJob, StepStatus
+from research.jobs.states import job_set_status
+from research.jobs.units import accepted_plan, engine_for, now, queue_grace, short, step_results
+
+logger = logging.getLogger(__name__)
+
+_ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
+
+
+def _graph_steps(steps: list[JobStep]) -> list[dict[str, Any]]:
+    # JobStep.depends_on already holds the effective dependencies (services.plan_start writes them).
+    return [{"id": s.step_id, "step_type": s.step_type, "depends_on": list(s.depends_on)} for s in steps]
+
+
+def job_schedule(*, job_id: int) -> None:
+    """Queue every step whose dependencies are done; move on to the reporter when all steps ended."""
+    with transaction.atomic():
+        ResearchJob.objects.filter(pk=job_id).update(updated=now())  # serialise schedulers of one job
+        job = ResearchJob.objects.get(pk=job_id)
+        if job.status != JobStatus.RESEARCHING:
+            return
+        steps = list(job.steps.order_by("position"))
+        active = [s for s in steps if s.status in (StepStatus.QUEUED, StepStatus.RUNNING)]
+        if job.cancel_requested:
+            for s in steps:  # each step that will not run says so in the event log
+                if s.status == StepStatus.PENDING:
+                    JobStep.objects.filter(pk=s.pk).update(status=StepStatus.CANCELLED)
+                    event_emit(job_id=job_id, type="step.cancelled", payload={"step": s.step_id})
+            if not active:
+                job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
+            return
+        graph = _graph_steps(steps)
+        # A failed step fails the steps that depend on it (and theirs).
+        blocked = blocked_steps(graph, failed_ids=[s.step_id for s in steps if s.status in _ENDED[1:]],
+                                pending_ids=[s.step_id for s in steps if s.status == StepStatus.PENDING])
+        for s in steps:
+            if s.step_id in blocked:
+                s.status, s.error = StepStatus.FAILED, f"skipped: it depends on step {blocked[s.step_id]}, which failed"
+                JobStep.objects.filter(pk=s.pk).update(status=s.status, error=s.error)
+                event_emit(job_id=job_id, type="step.failed", payload={"step": s.step_id, "error": s.error})
+        limit = int(job.options.get("step_concurrency") or 0) or settings.JOB_STEP_CONCURRENCY or len(steps)
+        slots = max(0, limit - len(active))
+        ready = ready_steps(graph, done_ids=[s.step_id for s in steps if s.status == StepStatus.DONE],
+                            running_ids=[s.step_id for s in steps if s.status != StepStatus.PENDING])
+        by_id = {s.step_id: s for s in steps}
+        for step_id in ready[:slots]:
+            s = by_id[step_id]
+            JobStep.objects.filter(pk=s.pk).update(status=StepStatus.QUEUED, lease_until=now() + queue_grace())
+            s.status = StepStatus.QUEUED
+            event_emit(job_id=job_id, type="step.queued", payload={"step": s.step_id})
+            enqueue_step(job_id, s.step_id)
+        if all(s.status in _ENDED for s in steps):
+            if any(s.status == StepStatus.DONE for s in steps):
+                job_set_status(job=job, status=JobStatus.REPORTING, stage_attempts=0)
+                enqueue_advance(job_id)
+            else:
+                reasons = "; ".join(f"{s.step_id}: {s.error}" for s in steps if s.error)[:3000]
+                job_set_status(job=job, status=JobStatus.FAILED, error=f"Every step failed. {reasons}")
+
+
+def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | None:
+    with transaction.atomic():
+        ResearchJob.objects.filter(pk=job_id).update(updated=now())
+        job = ResearchJob.objects.filter(pk=job_id).first()
+        step = JobStep.objects.filter(job_id=job_id, step_id=step_id).first()
+        if job is None or step is None:
+            return None
+        if step.status in (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED):
+            return None  # a duplicate delivery is a no-op
+        if step.status == StepStatus.RUNNING and step.lease_until and step.lease_until > now():
+            return None  # someone is running it right now
+        if job.status != JobStatus.RESEARCHING or job.cancel_requested:
+            JobStep.objects.filter(pk=step.pk).update(status=StepStatus.CANCELLED)
+            event_emit(job_id=job_id, type="step.cancelled", payload={"step": step_id})
+            enqueue_schedule(job_id)
+            return None
+        if step.attempts >= settings.STEP_MAX_ATTEMPTS:
+            error = f"gave up after {step.attempts} attempts: the worker running it was lost each time"
+            JobStep.objects.filter(pk=step.pk).update(status=StepStatus.FAILED, error=error, finished_at=now())
+            event_emit(job_id=job_id, type="step.failed", payload={"step": step_id, "error": error})
+            enqueue_schedule(job_id)
+            return None
+        token = uuid.uuid4().hex
+        JobStep.objects.filter(pk=step.pk).update(
+            status=StepStatus.RUNNING, attempts=step.attempts + 1, lease_token=token,
+            lease_until=now() + lease_deadline(), started_at=now(), error="",
+        )
+        step.attempts += 1
+        event_emit(job_id=job_id, type="step.started",
+                   payload={"step": step_id, "title": step.title, "type": step.step_type, "attempt": step.attempts})
+        return job, step, token
+
+
+def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
+    """Write the outcome only if we still hold the lease (the reaper may have handed the step on)."""
+    with transaction.atomic():
+        n = JobStep.objects.filter(pk=step.pk, lease_token=token, status=StepStatus.RUNNING).update(
+            finished_at=now(), lease_until=None, **fields
+        )
+        if n:
+            payload: dict[str, Any] = {"step": step.step_id}
+            if fields.get("status") == StepStatus.DONE:
+                payload.update({"figures": fields.get("result", {}).get("figures", []),
+                                "chars": len(fields.get("result_md", ""))})
+                event_emit(job_id=job_id, type="step.completed", payload=payload)
+            elif fields.get("status") == StepStatus.CANCELLED:
+                event_emit(job_id=job_id, type="step.cancelled", payload=payload)
+            else:
+                event_emit(job_id=job_id, type="step.failed", payload={**payload, "error": fields.get("error", "")})
+        enqueue_schedule(job_id)
+    return bool(n)
+
+
+def step_run(*, job_id: int, step_id: str) -> None:
+    claimed = step_claim(job_id, step_id)
+    if claimed is None:
+        return
+    job, step, token = claimed
+    with lease_kept(JobStep, step.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
+        try:
+            ctx = JobContext(job, step_id=step_id)
+            plan = accepted_plan(job)
+            plan_step = PlanStep(id=step.step_id, title=step.title, description=step.description,
+                                 step_type=step.step_type,  # type: ignore[arg-type]
+                                 need_search=step.need_search, depends_on=list(step.depends_on))
+            prior = step_results(job, list(step.depends_on))
+            engine = engine_for(job)
+            ctx.check_cancelled()
+            if step.step_type == "processing":
+                result = engine.process(ctx, plan_step, plan, prior)
+            else:
+                result = engine.research(ctx, plan_step, plan, prior)
+            if not result.report_md.strip():
+                raise ValueError("the step produced an empty report")
+            step_finish(job_id, step, token, status=StepStatus.DONE, result_md=result.report_md,
+                         result={"figures": result.figures, "notes": _jsonable(result.notes)})
+        except JobCancelled:
+            step_finish(job_id, step, token, status=StepStatus.CANCELLED, error="cancelled")
+        except SoftTimeLimitExceeded:
+            step_finish(job_id, step, token, status=StepStatus.FAILED,
+                         error=f"ran over its time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s)")
+        except BudgetExceeded as exc:
+            step_finish(job_id, step, token, status=StepStatus.FAILED, error=short(exc))
+        except Exception as exc:
+            logger.exception("step %s of job %s failed", step_id, job_id)
+            step_finish(job_id, step, token, status=StepStatus.FAILED, error=short(exc))
+
+
+def _jsonable(value: Any) -> Any:
+    """Step notes as the JSON field will store them; anything not JSON becomes its str()."""
+    return json.loads(json.dumps(value, default=str))

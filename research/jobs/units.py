@@ -1,0 +1,54 @@
+"""Helpers shared by the worker-side units of work (stages.py, steps.py, renders.py, reaper.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from research.agents.engines import get_engine
+from research.agents.types import Engine, JobCancelled, Plan, StepResult
+from research.jobs.models import TERMINAL_STATUSES, ResearchJob, StepStatus
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+def queue_grace() -> timedelta:
+    """A queued unit not picked up within this time is re-sent (its message may have been lost)."""
+    return timedelta(seconds=settings.STEP_QUEUE_GRACE_S)
+
+
+def still_wanted(job_id: int) -> None:
+    """Call inside the write transaction that ends a stage: raise JobCancelled if the job was cancelled
+    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`."""
+    row = ResearchJob.objects.select_for_update().filter(pk=job_id).values("status", "cancel_requested").first()
+    if row is None or row["cancel_requested"] or row["status"] in TERMINAL_STATUSES:
+        raise JobCancelled("The job was cancelled.")
+
+
+def short(exc: BaseException) -> str:
+    text = str(exc).strip() or exc.__class__.__name__
+    return text if len(text) < 1500 else text[:1500] + "…"
+
+
+def engine_for(job: ResearchJob) -> Engine:
+    return get_engine(job.engine if job.engine in ("llm", "offline") else "offline")
+
+
+def accepted_plan(job: ResearchJob) -> Plan:
+    version = job.plan_versions.filter(accepted=True).order_by("-number").first()
+    if version is None:
+        raise ValueError("no accepted plan")
+    return Plan.model_validate(version.plan)
+
+
+def step_results(job: ResearchJob, ids: list[str] | None = None) -> list[StepResult]:
+    steps = job.steps.filter(status=StepStatus.DONE).order_by("position")
+    if ids is not None:
+        steps = steps.filter(step_id__in=ids)
+    return [StepResult(step_id=s.step_id, title=s.title, report_md=s.result_md,
+                       figures=list(s.result.get("figures", [])), notes=dict(s.result.get("notes", {})))
+            for s in steps]

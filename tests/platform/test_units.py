@@ -1,0 +1,217 @@
+"""The worker-side units in-process, table by table: the scheduler, the claims and the reaper.
+
+The real-worker versions of these paths are in tests/integration and tests/faults; here each rule is
+checked against the database alone, with the broker replaced by a list of the units that would be sent.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from research.agents.types import Plan, PlanStep
+from research.jobs import dispatch, services
+from research.jobs.models import JobStatus, JobStep, OutputRender, OutputStatus, ResearchJob, StepStatus
+from research.jobs.reaper import reap_stale_work
+from research.jobs.renders import render_claim
+from research.jobs.stages import stage_claim
+from research.jobs.steps import job_schedule, step_claim
+from tests.support.jobs import TO_REVIEW, job_walk
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple]:
+    units: list[tuple] = []
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: units.append(a))
+    return units
+
+
+def researching_job(user, steps: list[PlanStep], **options) -> ResearchJob:
+    job = services.job_create(user=user, question="How do heat pumps work?", options=options)
+    job_walk(job, *TO_REVIEW)
+    version = services.plan_version_create(job=job, plan=Plan(title="P", steps=steps), author="planner")
+    services.plan_start(job=job, version=version)
+    job.refresh_from_db()
+    return job
+
+
+def step_statuses(job: ResearchJob) -> dict[str, str]:
+    return dict(JobStep.objects.filter(job=job).values_list("step_id", "status"))
+
+
+# a, b independent; c waits for a; d waits for b and c.
+PLAN = [PlanStep(id="a", title="A"), PlanStep(id="b", title="B"), PlanStep(id="c", title="C", depends_on=["a"]),
+        PlanStep(id="d", title="D", depends_on=["b", "c"])]
+P, Q, R, D, F = StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.DONE, StepStatus.FAILED
+
+
+@pytest.mark.parametrize(
+    ("before", "concurrency", "after", "job_status"),
+    [
+        # nothing started: the two independent steps are queued
+        ({}, 0, {"a": Q, "b": Q, "c": P, "d": P}, JobStatus.RESEARCHING),
+        # a concurrency of 1 queues one step, in plan order
+        ({}, 1, {"a": Q, "b": P, "c": P, "d": P}, JobStatus.RESEARCHING),
+        # one slot is taken by a running step
+        ({"a": R}, 1, {"a": R, "b": P, "c": P, "d": P}, JobStatus.RESEARCHING),
+        # a done: c may start; b still running
+        ({"a": D, "b": R}, 0, {"a": D, "b": R, "c": Q, "d": P}, JobStatus.RESEARCHING),
+        # a failed: c and, through c, d are skipped; b still runs
+        ({"a": F, "b": R}, 0, {"a": F, "b": R, "c": F, "d": F}, JobStatus.RESEARCHING),
+        # every step ended and one is done: on to the reporter
+        ({"a": D, "b": F, "c": D}, 0, {"a": D, "b": F, "c": D, "d": F}, JobStatus.REPORTING),
+        # every step failed: the job fails
+        ({"a": F, "b": F}, 0, {"a": F, "b": F, "c": F, "d": F}, JobStatus.FAILED),
+    ],
+)
+def test_scheduler(alice, sent, before, concurrency, after, job_status):
+    job = researching_job(alice, PLAN, step_concurrency=concurrency)
+    for step_id, status in before.items():
+        JobStep.objects.filter(job=job, step_id=step_id).update(status=status)
+    sent.clear()
+    job_schedule(job_id=job.pk)
+    job.refresh_from_db()
+    assert step_statuses(job) == after
+    assert job.status == job_status
+    newly_queued = [sid for sid, status in after.items() if status == Q and before.get(sid) != Q]
+    expected = [("step", job.pk, sid) for sid in newly_queued]
+    if job_status == JobStatus.REPORTING:
+        expected.append(("advance", job.pk))
+    assert sent == expected
+
+
+def test_scheduler_cancels_pending_steps_of_a_cancelled_job(alice, sent):
+    job = researching_job(alice, PLAN)
+    JobStep.objects.filter(job=job, step_id="a").update(status=StepStatus.RUNNING)
+    ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    job_schedule(job_id=job.pk)
+    assert step_statuses(job) == {"a": R, "b": StepStatus.CANCELLED, "c": StepStatus.CANCELLED,
+                                  "d": StepStatus.CANCELLED}
+    job.refresh_from_db()
+    assert job.status == JobStatus.RESEARCHING  # a still runs; its end will cancel the job
+    JobStep.objects.filter(job=job, step_id="a").update(status=StepStatus.CANCELLED)
+    job_schedule(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+
+
+# --- claims ---------------------------------------------------------------------------------------------
+
+LATER = timedelta(seconds=60)
+
+
+@pytest.mark.parametrize(
+    ("status", "lease", "attempts", "claimed", "status_after"),
+    [
+        (StepStatus.QUEUED, None, 0, True, R),
+        (StepStatus.RUNNING, -LATER, 1, True, R),  # its worker died: the lease lapsed
+        (StepStatus.RUNNING, LATER, 1, False, R),  # someone holds it right now
+        (StepStatus.DONE, None, 1, False, D),  # duplicate delivery
+        (StepStatus.QUEUED, None, 3, False, F),  # gave up after STEP_MAX_ATTEMPTS
+    ],
+)
+def test_step_claim(alice, sent, settings, status, lease, attempts, claimed, status_after):
+    settings.STEP_MAX_ATTEMPTS = 3
+    job = researching_job(alice, PLAN)
+    until = timezone.now() + lease if lease is not None else None
+    JobStep.objects.filter(job=job, step_id="a").update(status=status, lease_until=until, attempts=attempts)
+    result = step_claim(job.pk, "a")
+    assert (result is not None) == claimed
+    step = JobStep.objects.get(job=job, step_id="a")
+    assert step.status == status_after
+    if claimed:
+        assert step.attempts == attempts + 1 and step.lease_token == result[2]
+
+
+def test_step_claim_of_a_cancelled_job_cancels_the_step(alice, sent):
+    job = researching_job(alice, PLAN)
+    ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    sent.clear()
+    assert step_claim(job.pk, "a") is None
+    assert step_statuses(job)["a"] == StepStatus.CANCELLED
+    assert sent == [("schedule", job.pk)]
+
+
+@pytest.mark.parametrize(
+    ("status", "lease", "attempts", "claimed", "status_after"),
+    [
+        (JobStatus.QUEUED, None, 0, True, JobStatus.QUEUED),
+        (JobStatus.PLANNING, -LATER, 1, True, JobStatus.PLANNING),
+        (JobStatus.PLANNING, LATER, 1, False, JobStatus.PLANNING),
+        (JobStatus.AWAITING_REVIEW, None, 0, False, JobStatus.AWAITING_REVIEW),  # nothing to run
+        (JobStatus.PLANNING, None, 3, False, JobStatus.FAILED),
+    ],
+)
+def test_stage_claim(alice, sent, settings, status, lease, attempts, claimed, status_after):
+    settings.STEP_MAX_ATTEMPTS = 3
+    job = services.job_create(user=alice, question="q?", options={})
+    until = timezone.now() + lease if lease is not None else None
+    ResearchJob.objects.filter(pk=job.pk).update(status=status, stage_lease_until=until, stage_attempts=attempts)
+    assert (stage_claim(job.pk) is not None) == claimed
+    job.refresh_from_db()
+    assert job.status == status_after
+    if claimed:
+        assert job.stage_attempts == attempts + 1 and job.stage_lease_until > timezone.now()
+
+
+@pytest.mark.parametrize(
+    ("status", "lease", "attempts", "claimed", "status_after"),
+    [
+        (OutputStatus.PENDING, None, 0, True, OutputStatus.RUNNING),
+        (OutputStatus.RUNNING, LATER, 1, False, OutputStatus.RUNNING),
+        (OutputStatus.DONE, None, 1, False, OutputStatus.DONE),
+        (OutputStatus.PENDING, None, 3, False, OutputStatus.FAILED),
+    ],
+)
+def test_render_claim(alice, sent, settings, status, lease, attempts, claimed, status_after):
+    settings.STEP_MAX_ATTEMPTS = 3
+    job = services.job_create(user=alice, question="q?", options={"outputs": "pdf"})
+    until = timezone.now() + lease if lease is not None else None
+    OutputRender.objects.filter(job=job).update(status=status, lease_until=until, attempts=attempts)
+    assert (render_claim(job.pk, "pdf") is not None) == claimed
+    assert OutputRender.objects.get(job=job).status == status_after
+
+
+# --- the reaper ------------------------------------------------------------------------------------------
+
+
+def test_reaper_resends_lapsed_and_lost_units_and_times_out_reviews(alice, bob, sent):
+    past = timezone.now() - timedelta(hours=1)
+    lapsed_stage = services.job_create(user=alice, question="q1?", options={})
+    ResearchJob.objects.filter(pk=lapsed_stage.pk).update(status=JobStatus.PLANNING, stage_lease_until=past)
+    held_stage = services.job_create(user=alice, question="q2?", options={})
+    ResearchJob.objects.filter(pk=held_stage.pk).update(status=JobStatus.PLANNING,
+                                                         stage_lease_until=timezone.now() + LATER)
+    research = researching_job(bob, PLAN)
+    JobStep.objects.filter(job=research, step_id="a").update(status=StepStatus.RUNNING, lease_until=past)
+    JobStep.objects.filter(job=research, step_id="b").update(status=StepStatus.RUNNING,
+                                                             lease_until=timezone.now() + LATER)
+    review = services.job_create(user=bob, question="q3?", options={})
+    job_walk(review, *TO_REVIEW)
+    ResearchJob.objects.filter(pk=review.pk).update(review_deadline=past)
+    rendering = services.job_create(user=bob, question="q4?", options={"outputs": "pdf,pptx"})
+    ResearchJob.objects.filter(pk=rendering.pk).update(status=JobStatus.RENDERING)
+    OutputRender.objects.filter(job=rendering, kind="pdf").update(status=OutputStatus.RUNNING, lease_until=past)
+    sent.clear()
+
+    counts = reap_stale_work()
+
+    assert counts == {"stages": 1, "steps": 1, "renders": 1, "reviews": 1}
+    assert ("advance", lapsed_stage.pk) in sent and ("advance", held_stage.pk) not in sent
+    assert ("step", research.pk, "a") in sent and ("step", research.pk, "b") not in sent
+    assert ("render", rendering.pk, "pdf") in sent and ("render", rendering.pk, "pptx") not in sent
+    assert step_statuses(research)["a"] == StepStatus.QUEUED
+    assert research.events.filter(type="step.requeued", payload__step="a").exists()
+    review.refresh_from_db()
+    assert review.status == JobStatus.CANCELLED and "not reviewed in time" in review.error
+
+
+def test_reaper_leaves_a_review_before_its_deadline(alice, sent):
+    job = services.job_create(user=alice, question="q?", options={})
+    job_walk(job, *TO_REVIEW)
+    ResearchJob.objects.filter(pk=job.pk).update(review_deadline=timezone.now() + LATER)
+    assert reap_stale_work()["reviews"] == 0
+    job.refresh_from_db()
+    assert job.status == JobStatus.AWAITING_REVIEW
