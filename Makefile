@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED := 1
 -include .env
 export
 
-.PHONY: run worker test lint bench stress setup sysdeps migrate check-deploy clean
+.PHONY: run worker test test-models lint bench stress eval setup sysdeps migrate check-deploy clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,11 +49,18 @@ test: setup
 	# The suites that run real workers use a private PostgreSQL, as production does (tests/support/postgres.py).
 	TEST_DATABASE=postgres $(VENV)/bin/pytest -q $(PYTEST_ARGS) tests/integration tests/faults tests/scale
 
+# Whole jobs against a real model server (llama-cpp-python + SmolLM2-135M); see README "Models".
+test-models: setup
+	./scripts/test-models.sh
+
 bench: setup
 	$(PY) bench/run.py
 
 stress: setup
 	$(PY) bench/run.py --only scale,stream
+
+eval: setup
+	$(PY) bench/eval/run.py
 
 clean:
 	rm -rf .run outputs db.sqlite3

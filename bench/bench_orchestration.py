@@ -13,10 +13,16 @@ Both runs use the llm engine against the model double, so every model call costs
   queues or the database).
 - ideal_speedup = the sequential run's total model time / critical_path_s: the best any
   scheduler could do on this workload.
+
+With ``batch_slowdown`` = 0 every request decodes at full speed however many run at once, so the
+speedup measures orchestration overhead only. With ``batch_slowdown`` > 0 the double is a batching
+model (per-request decode speed falls as concurrent requests rise, as on a GPU), so parallel steps
+each run slower and the speedup is what a real server would give.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -93,20 +99,32 @@ def job_timing(job_id: int) -> dict[str, Any]:
     }
 
 
+def _set_batching(stack: Stack, slowdown: float) -> None:
+    assert stack.model is not None and stack.model.stdin is not None and stack.model.stdout is not None
+    stack.model.stdin.write(json.dumps({"batch_slowdown": slowdown}) + "\n")
+    stack.model.stdin.flush()
+    answer = json.loads(stack.model.stdout.readline())
+    assert answer.get("ok") and answer.get("batch_slowdown") == slowdown, answer
+
+
 def run(stack: Stack, *, steps: int = 6, ttft: float = 0.5, tokens_per_s: float = 50.0, think_words: int = 0,
-        concurrency: int = 8, warm: bool = True) -> dict[str, Any]:
+        concurrency: int = 8, warm: bool = True, batch_slowdown: float = 0.0) -> dict[str, Any]:
     stack.ensure_workers(count=1, concurrency=max(concurrency, steps + 1))
     if warm:
         stack.warm_up(steps=steps)
     stack.set_latency(ttft=ttft, tokens_per_s=tokens_per_s, think_words=think_words)
+    _set_batching(stack, batch_slowdown)
     runs: dict[str, dict[str, Any]] = {}
-    for label, limit in (("sequential", 1), ("parallel", 0)):
-        job_id = stack.create_job(QUESTIONS[0], max_steps=steps, step_concurrency=limit)
-        stack.wait_jobs([job_id], timeout=900)
-        stack.require_done([job_id])
-        runs[label] = job_timing(job_id)
-        stack.log(f"orchestration {label}: {runs[label]['wall_s']:.2f}s wall, "
-                  f"{runs[label]['critical_path_s']:.2f}s critical path")
+    try:
+        for label, limit in (("sequential", 1), ("parallel", 0)):
+            job_id = stack.create_job(QUESTIONS[0], max_steps=steps, step_concurrency=limit)
+            stack.wait_jobs([job_id], timeout=900)
+            stack.require_done([job_id])
+            runs[label] = job_timing(job_id)
+            stack.log(f"orchestration {label}: {runs[label]['wall_s']:.2f}s wall, "
+                      f"{runs[label]['critical_path_s']:.2f}s critical path")
+    finally:
+        _set_batching(stack, 0.0)
     seq, par = runs["sequential"], runs["parallel"]
     critical = par["critical_path_s"]
     return {
@@ -118,7 +136,7 @@ def run(stack: Stack, *, steps: int = 6, ttft: float = 0.5, tokens_per_s: float 
         "overhead_ratio": round(par["wall_s"] / critical, 3),
         "ideal_speedup": round(seq["model_total_s"] / critical, 3),
         "sequential_model_s": round(seq["model_total_s"], 3),
-        "latency_model": dict(stack.latency),
+        "latency_model": {**stack.latency, "batch_slowdown": batch_slowdown},
         "worker": {"count": 1, "concurrency": max(concurrency, steps + 1)},
         "runs": {k: {kk: (round(vv, 3) if isinstance(vv, float) else vv) for kk, vv in v.items()}
                  for k, v in runs.items()},
@@ -130,7 +148,8 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
     lat = result["latency_model"]
     return [
         ("workload", f"{result['steps']} independent research steps; ttft {lat['ttft_s']} s, "
-                     f"{lat['tokens_per_s']:g} tokens/s, {lat['think_words']} thinking words/turn"),
+                     f"{lat['tokens_per_s']:g} tokens/s, {lat['think_words']} thinking words/turn, "
+                     f"batch slowdown {lat.get('batch_slowdown', 0.0):g}"),
         ("critical path (model time)", f"{result['critical_path_s']:.2f} s"),
         ("parallel wall", f"{result['parallel_wall_s']:.2f} s"),
         ("sequential wall (DeerFlow-style)", f"{result['sequential_wall_s']:.2f} s"),

@@ -48,6 +48,7 @@ def run(*, words: int = 5000) -> dict[str, Any]:
     from research.render.pdf import render_pdf
     from research.render.podcast import render_podcast
     from research.render.pptx import render_pptx
+    from research.render.preview import previews_available, slides_to_png
     from research.render.tts import choose_backend
 
     markdown = make_report(words)
@@ -60,6 +61,11 @@ def run(*, words: int = 5000) -> dict[str, Any]:
         started = time.monotonic()
         pptx = render_pptx(markdown, out / "slides.pptx", figures_dir=None, locale="en-US")
         pptx_s = time.monotonic() - started
+        preview_s, slides = None, 0
+        if previews_available():
+            started = time.monotonic()
+            slides = len(slides_to_png(pptx, out / "preview"))
+            preview_s = time.monotonic() - started
         started = time.monotonic()
         backend = choose_backend("espeak", "en-US")
         script = podcast_script_from_markdown(markdown, locale="en-US")
@@ -71,6 +77,8 @@ def run(*, words: int = 5000) -> dict[str, Any]:
         "words": counted,
         "pdf_s": round(pdf_s, 3),
         "pptx_s": round(pptx_s, 3),
+        "preview_s": None if preview_s is None else round(preview_s, 3),
+        "slides": slides,
         "podcast_s": round(podcast_s, 3),
         "podcast_audio_s": round(podcast.duration_s, 2),
         "podcast_lines": len(script.lines),
@@ -84,6 +92,8 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
         ("report", f"{result['words']:,} words"),
         ("PDF (WeasyPrint)", f"{result['pdf_s']:.2f} s ({result['pdf_bytes'] // 1024} KiB)"),
         ("PPTX (python-pptx)", f"{result['pptx_s']:.2f} s ({result['pptx_bytes'] // 1024} KiB)"),
+        ("slide previews (LibreOffice + pdftoppm)", "not installed" if result["preview_s"] is None
+         else f"{result['preview_s']:.2f} s for {result['slides']} slides"),
         ("podcast (offline TTS + ffmpeg)", f"{result['podcast_s']:.2f} s for {result['podcast_audio_s']:.0f} s of "
                                            f"audio, {result['podcast_lines']} lines via {result['tts_backend']}"),
     ]

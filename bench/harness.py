@@ -144,8 +144,10 @@ class RssSampler:
 
 
 class Stack:
-    def __init__(self, *, keep: bool = False, verbose: bool = True, database: str = "sqlite") -> None:
+    def __init__(self, *, keep: bool = False, verbose: bool = True, server: Path | None = None,
+                 database: str = "sqlite") -> None:
         self.keep = keep
+        self.server = server or ROOT / "bench" / "model_server.py"  # prints {"llm": ..., "site": ...}
         self.verbose = verbose
         self.database = database  # sqlite (one file) | postgres (a private server, as in production)
         self.postgres: Any = None  # tests.support.postgres.PostgresServer
@@ -172,7 +174,7 @@ class Stack:
         self.log(f"stack in {self.dir}")
         redis_port = runtime.free_port()
         self.redis = runtime.start_embedded_redis(ROOT, port=redis_port, data_dir=self.dir / "redis")
-        self.model = subprocess.Popen([sys.executable, str(ROOT / "bench" / "model_server.py")], cwd=ROOT,
+        self.model = subprocess.Popen([sys.executable, str(self.server)], cwd=ROOT,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                       start_new_session=True)
         assert self.model.stdout is not None

@@ -3,14 +3,17 @@ with the benchmark's WebSocket clients).
 
     python bench/model_server.py
         → prints one JSON line: {"llm": "http://127.0.0.1:P/v1", "site": "http://127.0.0.1:Q"}
-        ← reads JSON lines on stdin: {"ttft": 0.5, "tokens_per_s": 50, "think_words": 0}
+        ← reads JSON lines on stdin: {"ttft": 0.5, "tokens_per_s": 50, "think_words": 0, "batch_slowdown": 0.1}
         → answers each with {"ok": true, ...the settings now in force}
         EOF on stdin stops it.
 
 The "model" plays tests/support/scenario.py (the engine's prompts → a cooperative model's answers);
 BenchScenario adds one knob: `think_words` of reasoning on every researcher turn, the way a thinking
 model (Qwen3) reasons before each tool call and before its step report. The latency model is the
-fake's: time to first token, then `tokens_per_s` for every word of reasoning and content.
+fake's: time to first token, then `tokens_per_s` for every word of reasoning and content. With
+`batch_slowdown` > 0 it is a batching model: n requests decoding at once each get
+tokens_per_s / (1 + batch_slowdown × (n − 1)), as a GPU serving a batch slows every sequence a
+little while the total throughput still grows (0 = every request decodes at full speed).
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def main() -> int:
                 fake.ttft = float(cmd["ttft"])
             if "tokens_per_s" in cmd:
                 fake.tokens_per_s = float(cmd["tokens_per_s"])
+            if "batch_slowdown" in cmd:
+                fake.batch_slowdown = max(0.0, float(cmd["batch_slowdown"]))
             if "think_words" in cmd:
                 scenario.think_words = int(cmd["think_words"])
             with scenario._lock:
@@ -69,7 +74,8 @@ def main() -> int:
             with fake._lock:
                 fake.requests.clear()
             print(json.dumps({"ok": True, "ttft": fake.ttft, "tokens_per_s": fake.tokens_per_s,
-                              "think_words": scenario.think_words}), flush=True)
+                              "think_words": scenario.think_words, "batch_slowdown": fake.batch_slowdown}),
+                  flush=True)
     finally:
         fake.stop()
         site.stop()

@@ -45,6 +45,10 @@ FULL: dict[str, dict[str, Any]] = {
     "orchestration": {"steps": 6, "ttft": 0.5, "tokens_per_s": 50.0, "think_words": 100, "concurrency": 8},
     "orchestration_light": {"steps": 6, "ttft": 0.5, "tokens_per_s": 50.0, "think_words": 0, "concurrency": 8,
                             "warm": False},
+    # The same workload against a batching model: 8 requests decoding at once each run at
+    # 1 / (1 + 0.1 × 7) ≈ 59% speed (a GPU's batch: total throughput up, each sequence slower).
+    "orchestration_batched": {"steps": 6, "ttft": 0.5, "tokens_per_s": 50.0, "think_words": 100, "concurrency": 8,
+                              "warm": False, "batch_slowdown": 0.1},
     "tokens": {"steps": (3, 6, 12)},
     "stream": {"jobs": 20, "steps": 3, "ttft": 0.5, "tokens_per_s": 50.0, "workers": 2, "concurrency": 12},
     "scale": {"jobs": 12, "steps": 3, "concurrency": 4, "ttft": 0.5, "tokens_per_s": 50.0},
@@ -86,6 +90,11 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             rows.append(("orchestration", "same, researcher without thinking: speedup / overhead",
                          f"{light['parallel_speedup']:.2f}× (ideal {light['ideal_speedup']:.2f}×) / "
                          f"{light['overhead_ratio']:.3f}", ""))
+        batched = o.get("variants", {}).get("batched")
+        if batched:
+            rows.append(("orchestration", "same, batching model (GPU-like): speedup / overhead",
+                         f"{batched['parallel_speedup']:.2f}× (ideal {batched['ideal_speedup']:.2f}×) / "
+                         f"{batched['overhead_ratio']:.3f}", ""))
     s = results.get("stream")
     if s:
         rows += [
@@ -186,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
                     result["variants"] = {"no_thinking": {k: light[k] for k in (
                         "steps", "critical_path_s", "parallel_wall_s", "sequential_wall_s", "parallel_speedup",
                         "overhead_ratio", "ideal_speedup", "latency_model", "runs")}}
+                if "orchestration_batched" in params:
+                    batched = bench_orchestration.run(stack, **params["orchestration_batched"])
+                    result.setdefault("variants", {})["batched"] = {k: batched[k] for k in (
+                        "steps", "critical_path_s", "parallel_wall_s", "sequential_wall_s", "parallel_speedup",
+                        "overhead_ratio", "ideal_speedup", "latency_model", "runs")}
             elif name == "tokens":
                 result = bench_tokens.run(stack, **params["tokens"])
             elif name == "stream":

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "channels",
     "research.jobs",
     "research.knowledge",
+    "research.api",
 ]
 
 MIDDLEWARE = [
@@ -181,6 +182,8 @@ JOB_TOKEN_BUDGET = env_int("JOB_TOKEN_BUDGET", 2_000_000)
 JOB_REVIEW_TIMEOUT_S = env_int("JOB_REVIEW_TIMEOUT_S", 0)  # 0 = wait forever
 JOB_STEP_CONCURRENCY = env_int("JOB_STEP_CONCURRENCY", 0)  # 0 = unlimited
 JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")
+API_RATE = env_str("API_RATE", "120/m")  # API requests per token (django-ninja throttle)
+SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MCP server returns
 STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
 STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
 STEP_TIME_BUDGET_S = env_int("STEP_TIME_BUDGET_S", 600)

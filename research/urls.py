@@ -18,5 +18,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("kb/", include("research.knowledge.urls")),
+    path("", include("research.api.urls")),
     path("", include("research.jobs.urls")),
 ]

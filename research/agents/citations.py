@@ -185,3 +185,26 @@ def fix_figure_refs(md: str, known: Sequence[str], *, add_missing: Sequence[str]
 def _caption(name: str) -> str:
     stem = name.rsplit(".", 1)[0]
     return re.sub(r"[-_]+", " ", stem).strip() or name
+
+
+# ---- reading markers back with their positions (used by research.render.document) ----
+
+
+@dataclass(frozen=True)
+class CitationMarker:
+    start: int  # where the marker starts (its leading blanks included)
+    end: int
+    numbers: tuple[int, ...]
+
+
+def find_citation_markers(text: str) -> list[CitationMarker]:
+    """Every `CITATION` in `text` with its span and numbers (no code awareness: pass text outside code only)."""
+    return [
+        CitationMarker(m.start(), m.end(), tuple(dict.fromkeys(_numbers(m.group(2)))))
+        for m in CITATION.finditer(text)
+    ]
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The citation numbers in `text`, in order of first appearance, each once."""
+    return citation_numbers(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from research.agents.text import detect_locale, is_chinese
@@ -221,6 +221,10 @@ def rank_sentences(
     focus: str = "",
     topic: Sequence[str] = (),
     prior: Callable[[str], float] | None = None,
+    source_weight: Mapping[int, float] | None = None,
+    diversity: float = 0.0,
+    floor: float = 0.0,
+    ignore: Collection[str] = (),
 ) -> list[RankedSentence]:
     """The `limit` best sentences for `query` by BM25, near-duplicates dropped.
 
@@ -229,7 +233,14 @@ def rank_sentences(
     `topic`, when given, lists the subject's terms; a sentence must contain at least a third of
     the tokens of one of them (a word, or every third character bigram of a Chinese term). A sentence
     that only matches the facet ("costs fell 40 percent") is about something else.
-    `prior(sentence)` multiplies the score (e.g. favour sentences with figures).
+    `prior(sentence)` multiplies the score (e.g. favour sentences with figures), and so does
+    `source_weight[source]` (how relevant the whole page is; a source left out weighs 1).
+    `diversity` (0..1) picks by maximal marginal relevance: each next sentence maximises
+    (1 - diversity) * relevance - diversity * its highest word overlap with those already picked,
+    so a second sentence repeating the first one's words loses to one that adds something.
+    `floor` > 0 scores relative to the best match (0..1) plus `floor`, so a sentence of a relevant
+    page that shares no word with the query can still be picked (pages say "dry rooms", not
+    "limits"). `ignore` lists tokens left out of the query and focus (the subject every page shares).
 
     Sentences whose language differs from `locale` (Chinese vs. not) count half, so a Chinese
     report prefers Chinese sources when both exist. `per_source` is a soft cap: it spreads the
@@ -242,9 +253,14 @@ def rank_sentences(
     docs = [tokenize(s) for s, _ in sentences_with_source]
     topic_sets = [set(t) for t in (tokenize(term) for term in topic) if t]
     bm25 = BM25(docs)
-    scores = bm25.score(tokenize(query))
+    skip = set(ignore)
+    scores = bm25.score([t for t in tokenize(query) if t not in skip])
     if focus:
-        scores = [a + b for a, b in zip(scores, bm25.score(tokenize(focus)), strict=True)]
+        focus_scores = bm25.score([t for t in tokenize(focus) if t not in skip])
+        scores = [a + b for a, b in zip(scores, focus_scores, strict=True)]
+    if floor > 0:
+        top = max(scores) or 1.0
+        scores = [s / top + floor for s in scores]
     candidates: list[RankedSentence] = []
     for position, ((text, source), score) in enumerate(zip(sentences_with_source, scores, strict=True)):
         if score <= 0 or (topic_sets and not _on_topic(docs[position], topic_sets)):
@@ -253,8 +269,15 @@ def rank_sentences(
             score *= 0.5
         if prior is not None:
             score *= prior(text)
+        if source_weight is not None:
+            score *= source_weight.get(source, 1.0)
+        if score <= 0 or score < floor / 2:  # with a floor: neither a match nor from a relevant page
+            continue
         candidates.append(RankedSentence(text, source, round(score, 6), position))
     candidates.sort(key=lambda r: (-r.score, r.position))
+
+    if diversity > 0:
+        candidates = _mmr_order(candidates, docs, diversity, limit * 4)
 
     chosen: list[RankedSentence] = []
     skipped: list[RankedSentence] = []
@@ -274,5 +297,31 @@ def rank_sentences(
             break
         if not any(near_duplicate(cand.text, c.text, dedupe_threshold) for c in chosen):
             chosen.append(cand)
-    chosen.sort(key=lambda r: (-r.score, r.position))
+    if diversity <= 0:
+        chosen.sort(key=lambda r: (-r.score, r.position))
     return chosen
+
+
+def _mmr_order(
+    candidates: list[RankedSentence], docs: Sequence[Sequence[str]], diversity: float, limit: int
+) -> list[RankedSentence]:
+    """The first `limit` candidates in maximal-marginal-relevance order (scores normalised to 0..1)."""
+    if not candidates:
+        return []
+    top = candidates[0].score or 1.0
+    pool = list(candidates)
+    words = {c.position: set(docs[c.position]) for c in pool}
+    ordered: list[RankedSentence] = []
+    while pool and len(ordered) < limit:
+
+        def gain(c: RankedSentence) -> tuple[float, int]:
+            mine = words[c.position]
+            overlap = max(
+                (len(mine & words[o.position]) / (len(mine | words[o.position]) or 1) for o in ordered), default=0.0
+            )
+            return ((1 - diversity) * c.score / top - diversity * overlap, -c.position)
+
+        best = max(pool, key=gain)
+        ordered.append(best)
+        pool.remove(best)
+    return ordered

@@ -97,11 +97,22 @@ class StepResult:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+MAX_CLARIFY_QUESTIONS = 3
+
+
+def clarifications_text(options: dict[str, Any]) -> str:
+    """The user's answers to the coordinator's questions, as a prompt section ("" when none)."""
+    pairs = options.get("clarifications") or []
+    lines = [f"- Q: {p['question']}\n  A: {p['answer']}" for p in pairs if isinstance(p, dict) and p.get("answer")]
+    return ("## Clarifications from the user\n" + "\n".join(lines)) if lines else ""
+
+
 @dataclass
 class CoordinatorDecision:
     action: Literal["answer", "research", "clarify"]
     locale: str
     answer: str = ""  # the direct answer (greeting) or the clarification question
+    questions: list[str] = field(default_factory=list)  # clarify: up to MAX_CLARIFY_QUESTIONS short questions
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,14 @@ from kombu.exceptions import OperationalError
 
 logger = logging.getLogger(__name__)
 
-Unit = Literal["advance", "schedule", "step", "render"]
+Unit = Literal["advance", "schedule", "step", "render", "followup"]
 
 TASK_NAMES: dict[Unit, str] = {
     "advance": "research.jobs.tasks.job_advance",
     "schedule": "research.jobs.tasks.job_schedule",
     "step": "research.jobs.tasks.step_run",
     "render": "research.jobs.tasks.render_output",
+    "followup": "research.jobs.tasks.followup_answer",
 }
 
 
@@ -62,3 +63,8 @@ def enqueue_step(job_id: int, step_id: str) -> None:
 
 def enqueue_render(job_id: int, kind: str) -> None:
     send_on_commit("render", job_id, kind)
+
+
+def enqueue_followup(followup_id: int) -> None:
+    """Answer a follow-up question about a finished report."""
+    send_on_commit("followup", followup_id)

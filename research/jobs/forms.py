@@ -36,6 +36,8 @@ class JobCreateForm(forms.Form):
     kb = forms.TypedChoiceField(label=_("Knowledge base"), required=False, coerce=int, empty_value=None)
     web = forms.BooleanField(label=_("Search the web"), required=False, initial=True)
     background = forms.BooleanField(label=_("Quick background search before planning"), required=False)
+    clarify = forms.BooleanField(label=_("Let the model ask clarifying questions first"), required=False,
+                                 initial=True)
 
     def __init__(self, *args: Any, collections: list[tuple[int, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -51,6 +53,7 @@ class JobCreateForm(forms.Form):
             "style": data["style"], "locale": data["locale"], "max_steps": data["max_steps"],
             "outputs": ["md", *data["outputs"]], "auto_accept": data["auto_accept"], "engine": data["engine"],
             "kb": data["kb"], "web": data["web"], "background": data["background"],
+            "clarify": data["clarify"] and data["engine"] != "offline",
         }
 
 

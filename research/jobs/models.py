@@ -17,6 +17,7 @@ class JobStatus(models.TextChoices):
     COORDINATING = "coordinating", _("Coordinating")
     INVESTIGATING = "investigating", _("Investigating")
     PLANNING = "planning", _("Planning")
+    AWAITING_CLARIFICATION = "awaiting_clarification", _("Waiting for your answers")
     AWAITING_REVIEW = "awaiting_review", _("Awaiting review")
     RESEARCHING = "researching", _("Researching")
     REPORTING = "reporting", _("Reporting")
@@ -38,7 +39,7 @@ class ResearchJob(models.Model):
     question = models.TextField()
     options = models.JSONField(default=dict)
     engine = models.CharField(max_length=16, default="offline")
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    status = models.CharField(max_length=24, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     locale = models.CharField(max_length=16, default="en-US")
     title = models.CharField(max_length=300, blank=True)
     answer = models.TextField(blank=True)  # the coordinator's direct answer (greetings)
@@ -258,3 +259,25 @@ class LLMCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent} call for job {self.job_id}"
+
+
+class FollowUp(models.Model):
+    """A question asked about a finished job's report, and its cited answer."""
+
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="followups")
+    number = models.PositiveIntegerField()
+    question = models.TextField()
+    status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
+    answer = models.TextField(blank=True)  # Markdown with checked citations and its own references
+    error = models.TextField(blank=True)
+    added_sources = models.PositiveIntegerField(default=0)  # found by the extra research round
+    folded_into = models.PositiveIntegerField(null=True, blank=True)  # report version that includes it
+    created = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="uniq_followup_number")]
+
+    def __str__(self) -> str:
+        return f"Follow-up {self.number} of job {self.job_id}"

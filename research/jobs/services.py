@@ -17,9 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from research.agents.citations import finalize_report
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan, SourceRef
+from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule
 from research.jobs.events import event_emit
@@ -106,7 +106,10 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
         "kb": int(kb) if kb not in (None, "", 0, "0") else None,
         "web": bool(options.get("web", True)),
         "background": bool(options.get("background", False)),
-        "clarify": False,
+        # Clarifying questions: on by default where a model may ask them (the offline engine never does).
+        "clarify": bool(options.get("clarify", engine != "offline")),
+        # False: the coordinator must not end the job with a direct answer ("Research it anyway").
+        "direct_answer": bool(options.get("direct_answer", True)),
         # 0 = no per-job limit (steps run as parallel as the workers allow); benchmarks use 1.
         "step_concurrency": max(0, int(options.get("step_concurrency") or 0)),
     }
@@ -185,7 +188,7 @@ def job_retry(*, job: ResearchJob) -> None:
 
 
 def job_delete(*, job: ResearchJob) -> None:
-    if not job.is_terminal and job.status != JobStatus.AWAITING_REVIEW:
+    if not job.is_terminal and job.status not in (JobStatus.AWAITING_REVIEW, JobStatus.AWAITING_CLARIFICATION):
         raise InvalidAction(_("Cancel the job before deleting it."))
     job_id = job.pk
     job.delete()
@@ -281,22 +284,27 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
 def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
     """Store the user's edited Markdown as a new version and re-render every requested output from it.
 
-    The edit goes through the same citation pass as the reporter's text (research.agents.citations):
-    citations to sources the job does not have are dropped and the references list is rebuilt from
-    the source registry, so an edit cannot cite a source nobody read.
+    The edit goes through the same check as the reporter's text (research.agents.verify.report_check):
+    citations to sources the job does not have and links to pages no tool returned are dropped, and
+    the references list is rebuilt from the source registry, so an edit cannot cite a source nobody read.
     """
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Only a finished report can be edited."))
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
-    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+    # The reporter's checks again (research.agents.verify): citations resolve through the edit's own
+    # references list, unknown ones and links to pages no tool returned go, cited claims are checked
+    # against their passages, and the references are renumbered 1..n from the registry.
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text=s.text, kind=s.kind)
                for s in job.sources.order_by("number")]
-    markdown = finalize_report(markdown, sources, locale=job.locale).markdown
+    checked = report_check(markdown, sources, locale=job.locale)
+    markdown = checked.markdown
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")
         artifact_save_bytes(job=job, kind="md", name="report.md", data=markdown.encode())
-        event_emit(job_id=job.pk, type="report.ready", payload={"version": version.number, "author": "user"})
+        event_emit(job_id=job.pk, type="report.ready",
+                   payload={"version": version.number, "author": "user", "check": checked.summary()})
         if job.renders.exists():
             renders_queue(job=job)
     return version

@@ -7,6 +7,7 @@ A stage holds the job's stage lease while it works; reaper.py restarts stages wh
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -19,6 +20,7 @@ from django.db import transaction
 from research.agents.citations import finalize_report
 from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
+from research.agents.verify import model_judge, report_check
 from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
@@ -111,8 +113,14 @@ def _stage_coordinate(job: ResearchJob) -> None:
         still_wanted(job.pk)
         ResearchJob.objects.filter(pk=job.pk).update(locale=locale)
         job.locale = locale
-        if decision.action == "answer":
+        if decision.action == "answer" and job.options.get("direct_answer", True):
             job_set_status(job=job, status=JobStatus.DONE, answer=decision.answer, title=job.question[:120])
+            return
+        if decision.action == "clarify" and decision.questions and "clarifications" not in job.options:
+            # Wait for the user like plan review: no worker is held (see conversation.py).
+            opts = dict(job.options, clarify_questions=decision.questions)
+            event_emit(job_id=job.pk, type="clarify.asked", payload={"questions": decision.questions})
+            job_set_status(job=job, status=JobStatus.AWAITING_CLARIFICATION, options=opts)
             return
         nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
         job_set_status(job=job, status=nxt, locale=locale)
@@ -196,7 +204,14 @@ def _stage_report(job: ResearchJob) -> None:
     batcher.flush()
     if not body or not body.strip():
         raise ValueError("the reporter wrote an empty report")
-    final = finalize_report(body, ctx.sources(), locale=job.locale)
+    sources = ctx.sources()
+    final = finalize_report(body, sources, locale=job.locale)
+    # Claims against their cited passages, links to unregistered pages, gapless numbering.
+    # A model second opinion on claims the lexical check cannot pass is opt-in (one call per such claim).
+    use_judge = job.engine == "llm" and os.environ.get("VERIFY_MODEL_JUDGE") == "1"
+    judge = model_judge(ctx.llm, job.locale) if use_judge else None
+    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge)
+    final.markdown, final.cited = checked.markdown, checked.cited
     with transaction.atomic():
         still_wanted(job.pk)
         version = report_version_create(job=job, markdown=final.markdown, author="reporter")
@@ -204,7 +219,7 @@ def _stage_report(job: ResearchJob) -> None:
         ResearchJob.objects.filter(pk=job.pk).update(invalid_citations=final.removed)
         event_emit(job_id=job.pk, type="report.ready",
                    payload={"version": version.number, "cited": final.cited, "removed_citations": final.removed,
-                            "chars": len(final.markdown)})
+                            "chars": len(final.markdown), "check": checked.summary()})
         event_emit(job_id=job.pk, type="artifact.ready",
                    payload={"kind": "md", "name": "report.md", "size": len(final.markdown.encode())})
         if job.renders.exists():

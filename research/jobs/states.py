@@ -26,7 +26,10 @@ _RETRY = frozenset({S.RENDERING, S.RESEARCHING, S.QUEUED})
 
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     S.QUEUED: frozenset({S.COORDINATING}) | _STOP,
-    S.COORDINATING: frozenset({S.DONE, S.INVESTIGATING, S.PLANNING}) | _STOP,  # DONE: answered directly
+    # DONE: answered directly; AWAITING_CLARIFICATION: the coordinator asked the user questions.
+    S.COORDINATING: frozenset({S.DONE, S.INVESTIGATING, S.PLANNING, S.AWAITING_CLARIFICATION}) | _STOP,
+    # The user answered or skipped the questions (conversation.clarification_answer).
+    S.AWAITING_CLARIFICATION: frozenset({S.INVESTIGATING, S.PLANNING, S.CANCELLED}),
     S.INVESTIGATING: frozenset({S.PLANNING}) | _STOP,
     # RESEARCHING / REPORTING: the plan was auto-accepted (REPORTING: it says it has enough context).
     S.PLANNING: frozenset({S.AWAITING_REVIEW, S.RESEARCHING, S.REPORTING}) | _STOP,
@@ -35,7 +38,8 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     S.RESEARCHING: frozenset({S.REPORTING}) | _STOP,
     S.REPORTING: frozenset({S.RENDERING, S.DONE}) | _STOP,
     S.RENDERING: frozenset({S.DONE}) | _STOP,
-    S.DONE: _RERENDER,
+    # INVESTIGATING / PLANNING: "research it anyway" after a direct answer (conversation.job_research_anyway).
+    S.DONE: _RERENDER | frozenset({S.INVESTIGATING, S.PLANNING}),
     S.FAILED: _RETRY | _RERENDER,
     S.CANCELLED: _RETRY,
 }

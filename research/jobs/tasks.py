@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from research.jobs import reaper, renders, stages, steps
+from research.jobs import followups, reaper, renders, stages, steps
 
 
 @shared_task(name="research.jobs.tasks.job_advance")
@@ -31,3 +31,8 @@ def render_output(job_id: int, kind: str) -> None:
 @shared_task(name="research.jobs.tasks.reap_stale_work", ignore_result=True)
 def reap_stale_work() -> dict[str, int]:
     return reaper.reap_stale_work()
+
+
+@shared_task(name="research.jobs.tasks.followup_answer")
+def followup_answer(followup_id: int) -> None:
+    followups.followup_run(followup_id=followup_id)

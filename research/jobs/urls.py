@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from research.jobs import views
+from research.jobs import conversation_views, views
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -20,4 +20,9 @@ urlpatterns = [
     path("jobs/<int:job_id>/rerender/", views.job_rerender, name="job_rerender"),
     path("jobs/<int:job_id>/report/edit/", views.job_report_edit, name="job_report_edit"),
     path("jobs/<int:job_id>/files/<path:name>", views.artifact_download, name="artifact_download"),
+    path("jobs/<int:job_id>/clarify/", conversation_views.job_clarify, name="job_clarify"),
+    path("jobs/<int:job_id>/research-anyway/", conversation_views.job_research_anyway, name="job_research_anyway"),
+    path("jobs/<int:job_id>/followups/", conversation_views.job_followup, name="job_followup"),
+    path("jobs/<int:job_id>/followups/<int:number>/fold/", conversation_views.job_followup_fold,
+         name="job_followup_fold"),
 ]

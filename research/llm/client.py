@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
+import json_repair
 from pydantic import BaseModel, ValidationError
 
 from research.llm.profiles import Profile, get_profile
@@ -32,7 +33,9 @@ log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 
-DEFAULT_CONTEXT_WINDOW = 32768
+#: Used when neither LLM_CONTEXT_WINDOW nor the server says: small enough for the usual
+#: local-server defaults (llama-cpp-python 2048 is learned from its first error).
+DEFAULT_CONTEXT_WINDOW = 8192
 _MESSAGE_OVERHEAD = 4  # role markers and separators of a chat template, per message
 _ERROR_BODY_LIMIT = 64 * 1024
 _RESPONSE_LIMIT = 32 * 1024 * 1024
@@ -212,60 +215,30 @@ def extract_json_object(text: str) -> str:
     raise ValueError("the JSON object is not closed (the reply was probably cut off)")
 
 
-def _repair_json(s: str) -> str:
-    """Light, string-aware repairs: single-quoted strings → double-quoted, trailing
-    commas removed, Python literals (True/False/None) → JSON literals."""
-    out: list[str] = []
-    i = 0
-    n = len(s)
-    while i < n:
-        ch = s[i]
-        if ch in "\"'":
-            quote = ch
-            j = i + 1
-            buf: list[str] = []
-            while j < n and s[j] != quote:
-                if s[j] == "\\" and j + 1 < n:
-                    nxt = s[j + 1]
-                    # \' is not a JSON escape; inside a converted string it is just '.
-                    buf.append("'" if nxt == "'" else s[j : j + 2])
-                    j += 2
-                    continue
-                buf.append('\\"' if s[j] == '"' else s[j])
-                j += 1
-            out.append('"' + "".join(buf) + '"')
-            i = j + 1
-            continue
-        if ch == ",":
-            k = i + 1
-            while k < n and s[k] in " \t\r\n":
-                k += 1
-            if k < n and s[k] in "}]":
-                i += 1
-                continue
-        if ch.isalpha():
-            m = re.match(r"[A-Za-z_]+", s[i:])
-            word = m.group(0) if m else ch
-            out.append({"True": "true", "False": "false", "None": "null"}.get(word, word))
-            i += len(word)
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
 def loads_lenient(text: str) -> Any:
     """Parse the JSON object inside a model reply: think blocks, fences and prose around
-    it are ignored, light syntax slips are repaired. Raises ValueError with a reason."""
+    it are ignored; slips (single quotes, trailing commas, comments, unquoted keys, bare
+    words, raw newlines in strings, a cut-off tail) are repaired by the ``json-repair``
+    package. Raises ValueError with a reason the model can act on."""
     content, _ = split_reasoning(text)
-    candidate = extract_json_object(strip_fences(content) if "```" in content else content)
+    body = strip_fences(content) if "```" in content else content
+    try:
+        candidate = extract_json_object(body)
+    except ValueError:
+        start = body.find("{")
+        if start == -1:
+            raise
+        candidate = body[start:]  # never closed: let the repair close it
     try:
         return json.loads(candidate)
     except json.JSONDecodeError as first:
         try:
-            return json.loads(_repair_json(candidate))
-        except json.JSONDecodeError:
-            raise ValueError(f"invalid JSON: {first.msg} at line {first.lineno} column {first.colno}") from None
+            value = json_repair.repair_json(candidate, return_objects=True, skip_json_loads=True)
+        except Exception:  # the repair library must never take a job down
+            value = None
+        if isinstance(value, dict) and value:
+            return value
+        raise ValueError(f"invalid JSON: {first.msg} at line {first.lineno} column {first.colno}") from None
 
 
 def parse_structured(text: str, schema: type[M]) -> M:
@@ -277,8 +250,8 @@ def parse_structured(text: str, schema: type[M]) -> M:
         lines = []
         for err in e.errors()[:12]:
             loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
-            lines.append(f"- {loc}: {err.get('msg', 'invalid')}")
-        raise ValueError(f"the JSON does not match the {schema.__name__} schema:\n" + "\n".join(lines)) from None
+            lines.append(f"{loc}: {err.get('msg', 'invalid')}")
+        raise ValueError(f"the JSON does not match the {schema.__name__} schema: " + "; ".join(lines)) from None
 
 
 def _new_call_id() -> str:
@@ -296,6 +269,8 @@ def _parse_arguments(raw: Any) -> tuple[dict[str, Any], str, str]:
         value = json.loads(text)
     except json.JSONDecodeError:
         try:
+            if not _is_closed_json(text):  # cut-off arguments: tell the model, do not guess
+                raise ValueError("the JSON object is not closed")
             value = loads_lenient(text)
         except ValueError as e:
             return {}, text, f"arguments are not valid JSON ({e})"
@@ -486,7 +461,28 @@ class _Raw:
     finish_reason: str = ""
     usage: dict[str, Any] | None = None
     model: str = ""
+    sent_at: float = 0.0  # monotonic time the answering attempt was sent
+    first_token_at: float = 0.0  # ... its first streamed token arrived (0: not streamed)
+    done_at: float = 0.0  # ... its answer was complete
 
+
+@dataclass(frozen=True)
+class ServerSpeed:
+    """What the client measured of its server: decode speed and time to first token,
+    as moving averages over the calls so far (0.0 = not measured yet)."""
+
+    tokens_per_s: float = 0.0
+    ttft_s: float = 0.0
+    samples: int = 0
+
+    def seconds_for(self, tokens: int, *, default_tokens_per_s: float = 20.0) -> float:
+        """Expected seconds for a reply of ``tokens`` tokens at the measured speed."""
+        rate = self.tokens_per_s or default_tokens_per_s
+        return self.ttft_s + tokens / max(rate, 0.01)
+
+
+_TOKEN_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
+_SPEED_WEIGHT = 0.3  # weight of the newest call in the moving averages
 
 # --------------------------------------------------------------------------- the client
 
@@ -528,10 +524,12 @@ class LLMClient:
         # for minutes while a server that trickles forever still cannot hang a worker.
         self.stream_deadline = float(stream_deadline) if stream_deadline else max(self.timeout * 5, 600.0)
         self._window = int(context_window) if context_window and context_window > 0 else 0
+        self.context_window_source = "LLM_CONTEXT_WINDOW" if self._window else ""
         # Qwen3 "Instruct-2507" models never think, so their streams need no holdback.
         if re.search(r"instruct-2507", self.model, re.IGNORECASE):
             self.think_holdback = 0
         self._calibration = 1.0  # grows when the server says our estimates were low
+        self._speed = ServerSpeed()
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
@@ -558,38 +556,87 @@ class LLMClient:
     # ---------------------------------------------------------------- tokens and context
 
     def context_window(self) -> int:
-        """Explicit value, else the server's ``max_model_len`` (vLLM), else 32768."""
+        """The model's context window, from the first source that knows it: the explicit
+        value (``LLM_CONTEXT_WINDOW``), the server (vLLM ``/v1/models`` max_model_len,
+        llama.cpp ``/props`` n_ctx, Ollama ``/api/show``), else a safe default. The source
+        is logged once and kept in ``context_window_source``."""
         if self._window:
             return self._window
         with self._lock:
             if self._window:
                 return self._window
-            window = self._fetch_window()
-            if window is None:
+            found = self._fetch_window()
+            if found is None:
                 return DEFAULT_CONTEXT_WINDOW  # server unreachable: ask again next time
-            self._window = window
-            return window
+            self._window, self.context_window_source = found
+            log.info("context window of %s: %d tokens (%s)", self.model or self.base_url, *found)
+            return self._window
 
-    def _fetch_window(self) -> int | None:
+    def _fetch_window(self) -> tuple[int, str] | None:
         try:
             resp = self._http.get(f"{self.base_url}/models", timeout=min(self.timeout, 10.0))
         except httpx.HTTPError as e:
-            log.info("context window: GET /models failed (%s); assuming %d", e, DEFAULT_CONTEXT_WINDOW)
+            log.info("context window: GET /models failed (%s); assuming %d for now", e, DEFAULT_CONTEXT_WINDOW)
             return None
+        window = _window_from_models(resp, self.model) if resp.status_code == 200 else None
+        if window:
+            return window, "server /v1/models max_model_len"
+        for probe in (self._window_from_props, self._window_from_ollama):
+            try:
+                found = probe()
+            except (httpx.HTTPError, ValueError, TypeError, AttributeError):
+                found = None
+            if found:
+                return found
+        return DEFAULT_CONTEXT_WINDOW, "safe default (the server does not say; set LLM_CONTEXT_WINDOW)"
+
+    def _server_root(self) -> str:
+        return re.sub(r"/v1$", "", self.base_url)
+
+    def _window_from_props(self) -> tuple[int, str] | None:
+        """llama.cpp's own server: ``GET /props`` → default_generation_settings.n_ctx."""
+        resp = self._http.get(f"{self._server_root()}/props", timeout=min(self.timeout, 10.0))
         if resp.status_code != 200:
-            return DEFAULT_CONTEXT_WINDOW
-        try:
-            data = resp.json().get("data") or []
-        except (ValueError, AttributeError):
-            return DEFAULT_CONTEXT_WINDOW
-        entries = [d for d in data if isinstance(d, dict)]
-        entries.sort(key=lambda d: d.get("id") != self.model)  # our model first, if listed
-        for entry in entries:
-            for key in ("max_model_len", "context_length", "context_window", "max_context_length"):
-                value = entry.get(key)
-                if isinstance(value, int) and value > 0:
-                    return value
-        return DEFAULT_CONTEXT_WINDOW
+            return None
+        data = resp.json()
+        settings = data.get("default_generation_settings") or {}
+        for value in (settings.get("n_ctx"), data.get("n_ctx")):
+            if isinstance(value, int) and value > 0:
+                return value, "server /props n_ctx"
+        return None
+
+    def _window_from_ollama(self) -> tuple[int, str] | None:
+        """Ollama: ``POST /api/show`` → the num_ctx parameter it runs with, else the
+        model's trained ``*.context_length``."""
+        resp = self._http.post(
+            f"{self._server_root()}/api/show", json={"model": self.model}, timeout=min(self.timeout, 10.0)
+        )
+        if resp.status_code != 200:
+            return None
+        data = resp.json()
+        m = re.search(r"^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""), re.MULTILINE)
+        if m and int(m.group(1)) > 0:
+            return int(m.group(1)), "server /api/show num_ctx"
+        for key, value in (data.get("model_info") or {}).items():
+            if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
+                return value, "server /api/show context_length"
+        return None
+
+    def _learn_window(self, message: str) -> bool:
+        """A context error that states the window (llama.cpp: "exceed context window of
+        2048"; vLLM: "maximum context length is 4096") corrects a guessed window."""
+        if self.context_window_source == "LLM_CONTEXT_WINDOW":
+            return False
+        m = re.search(r"context window of (\d+)|maximum context length is (\d+)", message)
+        if not m:
+            return False
+        value = int(m.group(1) or m.group(2))
+        with self._lock:
+            if value <= 0 or value == self._window:
+                return False
+            self._window, self.context_window_source = value, "the server's context-length error"
+        log.warning("context window of %s is %d tokens (learned from an error)", self.model, value)
+        return True
 
     def count_tokens(self, text: str) -> int:
         """Conservative estimate (see research.llm.tokens), scaled up if the server has
@@ -750,6 +797,32 @@ class LLMClient:
                 )
             )
 
+    def speed(self) -> ServerSpeed:
+        """The server's measured speed so far (callers scale time budgets with it)."""
+        with self._lock:
+            return self._speed
+
+    def _measure(self, raw: _Raw, completion_tokens: int) -> None:
+        if not raw.sent_at or raw.done_at <= raw.sent_at:
+            return
+        ttft = raw.first_token_at - raw.sent_at if raw.first_token_at else 0.0
+        decode = raw.done_at - (raw.first_token_at or raw.sent_at)
+        rate = completion_tokens / decode if completion_tokens >= 8 and decode > 0 else 0.0
+        with self._lock:
+            old = self._speed
+            w = 1.0 if old.samples == 0 else _SPEED_WEIGHT
+
+            def avg(prev: float, new: float) -> float:
+                if not new:
+                    return prev
+                return new if not prev else prev + w * (new - prev)
+
+            self._speed = ServerSpeed(
+                tokens_per_s=round(avg(old.tokens_per_s, rate), 3),
+                ttft_s=round(avg(old.ttft_s, ttft), 4),
+                samples=old.samples + 1,
+            )
+
     def _report(self, record: CallRecord) -> None:
         if self.on_call is None:
             return
@@ -799,9 +872,12 @@ class LLMClient:
             except LLMBadRequest as e:
                 if e.status not in (400, 413) or not is_context_error(str(e)) or overflow_try >= self.context_retries:
                     raise
-                self._calibrate(str(e), prompt_estimate)  # then shrink harder and try again
+                if not self._learn_window(str(e)):  # a wrong window, or our estimate ran low
+                    self._calibrate(str(e), prompt_estimate)  # then shrink harder and try again
                 continue
-            return self._finish(raw, tools, text_mode, prompt_estimate, started)
+            result = self._finish(raw, tools, text_mode, prompt_estimate, started)
+            self._measure(raw, result.usage.completion_tokens)
+            return result
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _fit_request(
@@ -892,14 +968,23 @@ class LLMClient:
                 delay = self._backoff(attempt) if e.retry_after is None else min(e.retry_after, 60.0)
                 log.warning("LLM call failed (%s); retry %d/%d in %.2fs", last, attempt + 1, self.max_retries, delay)
                 time.sleep(delay)
-        raise LLMUnavailable(f"{url}: gave up after {self.max_retries + 1} attempts: {last}")
+        raise LLMUnavailable(
+            one_line(f"the model server at {self.base_url} failed {self.max_retries + 1} times; last error: {last}")
+        )
 
     def _attempt(self, url: str, body: dict[str, Any], sink: _DeltaSink | None) -> _Raw:
-        deadline = time.monotonic() + (self.stream_deadline if sink is not None else self.timeout)
+        sent_at = time.monotonic()
+        raw = self._attempt_once(url, body, sink, sent_at)
+        raw.sent_at, raw.done_at = sent_at, time.monotonic()
+        return raw
+
+    def _attempt_once(self, url: str, body: dict[str, Any], sink: _DeltaSink | None, sent_at: float) -> _Raw:
+        deadline = sent_at + (self.stream_deadline if sink is not None else self.timeout)
         try:
             with self._http.stream("POST", url, json=body) as resp:
                 if resp.status_code >= 400:
-                    self._raise_for_status(resp, self._read_body(resp, deadline, _ERROR_BODY_LIMIT))
+                    raw_error = self._read_body(resp, deadline, _ERROR_BODY_LIMIT)
+                    self._raise_for_status(resp, raw_error, has_format="response_format" in body)
                 if sink is not None:
                     return self._read_sse(resp, deadline, sink)
                 raw_body = self._read_body(resp, deadline, _RESPONSE_LIMIT)
@@ -927,9 +1012,13 @@ class LLMClient:
         return b"".join(chunks)
 
     @staticmethod
-    def _raise_for_status(resp: httpx.Response, raw: bytes) -> None:
+    def _raise_for_status(resp: httpx.Response, raw: bytes, *, has_format: bool = False) -> None:
         status = resp.status_code
-        message = _error_message(raw) or resp.reason_phrase
+        message = one_line(_error_message(raw) or resp.reason_phrase)
+        if has_format and status >= 500 and _FORMAT_ERROR.search(message) and not is_context_error(message):
+            # llama-cpp-python answers an unsupported response_format with a 500 validation
+            # error: retrying the same request cannot help, stepping down can.
+            raise LLMBadRequest(f"HTTP {status}: {message}", status=status)
         if status in (408, 425, 429) or status >= 500:
             retry_after = None
             header = resp.headers.get("retry-after")
@@ -964,12 +1053,16 @@ class LLMClient:
                 continue
             if chunk.get("error"):
                 err = chunk["error"]
-                msg = str(err.get("message") if isinstance(err, dict) else err)
+                msg = one_line(str(err.get("message") if isinstance(err, dict) else err))
                 code = err.get("code") if isinstance(err, dict) else None
                 if isinstance(code, int) and 400 <= code < 500 and code not in (408, 429):
                     raise LLMBadRequest(f"HTTP {code}: {msg}", status=code)
                 raise _Retryable(f"error in stream: {msg}")
             raw.model = chunk.get("model") or raw.model
+            if not raw.first_token_at and any(
+                (c.get("delta") or {}).get(k) for c in chunk.get("choices") or [] for k in _TOKEN_KEYS
+            ):
+                raw.first_token_at = time.monotonic()
             if chunk.get("usage"):
                 raw.usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
@@ -1018,42 +1111,55 @@ class LLMClient:
         temperature: float = 0.2,
         max_tokens: int | None = None,
     ) -> M:
-        """A validated ``schema`` instance. Asks with a JSON-schema response format, repairs
-        small slips, and on failure asks again with the error fed back."""
-        json_schema = schema.model_json_schema()
-        formats: list[dict[str, Any] | None] = [
-            {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": json_schema, "strict": True}},
-            {"type": "json_object"},
-            None,
-        ]
-        convo = list(messages)
+        """A validated ``schema`` instance.
+
+        Asks in the best response format the server accepts: ``json_schema`` (guided
+        decoding), else ``json_object`` with the schema (llama.cpp's grammar), else the
+        prompt alone. A server that refuses a format (any 4xx/5xx naming it) moves this
+        server+model down a level for the life of the process. The schema sent carries no
+        length or count limits (grammar compilers choke on them); pydantic checks those
+        here. Small slips are repaired; otherwise it asks again with the error fed back.
+        """
+        full_schema = schema.model_json_schema()
+        wire_schema = strip_limits(full_schema)
+        key = (self.base_url, self.model)
+        level = format_level(self.base_url, self.model)
         reason = "no attempt made"
         raw = ""
         attempt = 0
+        retry_tail: list[dict[str, Any]] = []
         while attempt < max_attempts:
+            # Below json_schema the model must see the schema: the hint sits in the base
+            # conversation so a retry after a parse failure keeps it.
+            base = _with_schema_hint(messages, full_schema) if level > 0 else list(messages)
+            fmt = _response_format(level, schema.__name__, wire_schema)
             try:
                 result = self.chat(
-                    convo, agent=agent, response_format=formats[0], temperature=temperature, max_tokens=max_tokens
+                    [*base, *retry_tail],
+                    agent=agent,
+                    response_format=fmt,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
                 )
             except LLMBadRequest as e:
-                # Servers without guided decoding reject json_schema: step down to a plain
-                # JSON mode and finally to prompting alone (the schema is then in the prompt).
-                if len(formats) > 1 and _rejects_response_format(e):
-                    formats.pop(0)
-                    convo = [*convo[:-1], _with_schema_hint(convo[-1], json_schema)] if convo else convo
+                if level < len(_FORMAT_LEVELS) - 1 and _rejects_response_format(e):
+                    level = _step_down(key, level, str(e))
                     continue
                 raise
             attempt += 1
             raw = result.content or ""
+            cut_off = result.finish_reason == "length"
             try:
+                if cut_off and attempt < max_attempts and not _is_closed_json(raw):
+                    # A repaired half-object may validate yet miss what was cut: ask again.
+                    raise ValueError("the JSON object is not closed (the reply hit the length limit)")
                 return parse_structured(raw, schema)
             except ValueError as e:
-                reason = str(e)
-                if result.finish_reason == "length":
+                reason = one_line(str(e))
+                if cut_off:
                     reason += " (the reply hit the length limit: answer more briefly)"
             log.info("structured %s attempt %d/%d failed: %s", schema.__name__, attempt, max_attempts, reason)
-            convo = [
-                *messages,
+            retry_tail = [
                 {"role": "assistant", "content": raw[:4000]},
                 {
                     "role": "user",
@@ -1065,13 +1171,120 @@ class LLMClient:
                 },
             ]
         raise StructuredOutputError(
-            f"{schema.__name__}: no valid output after {max_attempts} attempts: {reason}",
+            one_line(f"the model gave no usable {schema.__name__} after {max_attempts} attempts: {reason}"),
             raw=raw,
             attempts=max_attempts,
         )
 
 
+# --------------------------------------------------------------------------- structured-output levels
+
+#: What ``structured()`` asks for, best first. The level that works is remembered per
+#: (base URL, model) for the life of the process, so only the first call pays for probing.
+_FORMAT_LEVELS = ("json_schema", "json_object", "prompt")
+_format_levels: dict[tuple[str, str], int] = {}
+_format_lock = threading.Lock()
+
+#: JSON-schema keywords that bound sizes. Guided-decoding grammars expand them into
+#: repetitions (llama.cpp gives up past a few thousand rules, and its server then dies;
+#: vLLM's backends slow down); pydantic enforces them after parsing instead.
+_LIMIT_KEYWORDS = frozenset(
+    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "pattern"}
+)
+
+
+def format_level(base_url: str, model: str) -> int:
+    """The remembered structured-output level for a server (0 = json_schema)."""
+    with _format_lock:
+        return _format_levels.get((base_url.rstrip("/"), model), 0)
+
+
+def reset_format_levels() -> None:
+    """Forget every remembered level (tests; a server that was upgraded)."""
+    with _format_lock:
+        _format_levels.clear()
+
+
+def _step_down(key: tuple[str, str], level: int, why: str) -> int:
+    with _format_lock:
+        new = max(_format_levels.get(key, 0), level + 1)
+        _format_levels[key] = new
+    log.warning(
+        "%s (%s) refused response_format %s (%s); using %s from now on",
+        key[0], key[1], _FORMAT_LEVELS[level], one_line(why, 200), _FORMAT_LEVELS[new],
+    )
+    return new
+
+
+def _response_format(level: int, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+    if _FORMAT_LEVELS[level] == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if _FORMAT_LEVELS[level] == "json_object":
+        # llama.cpp servers turn ``schema`` into a grammar; vLLM and others ignore it.
+        return {"type": "json_object", "schema": schema}
+    return None
+
+
+def strip_limits(schema: Any) -> Any:
+    """A copy of a JSON schema without length, count or pattern limits (at any depth).
+    Names under ``properties`` and ``$defs`` are field names, never keywords: kept."""
+    if isinstance(schema, list):
+        return [strip_limits(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k in ("properties", "$defs", "definitions", "patternProperties") and isinstance(v, dict):
+            out[k] = {name: strip_limits(sub) for name, sub in v.items()}
+        elif k not in _LIMIT_KEYWORDS:
+            out[k] = strip_limits(v)
+    return out
+
+
+def _is_closed_json(text: str) -> bool:
+    content, _ = split_reasoning(text)
+    try:
+        extract_json_object(strip_fences(content) if "```" in content else content)
+    except ValueError:
+        return False
+    return True
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """A readable one-line version of an error text: a server traceback keeps only its
+    last line (the exception itself); whitespace is collapsed; long text is cut."""
+    text = str(text or "")
+    if "Traceback (most recent call last)" in text:
+        head = text.split("Traceback (most recent call last)", 1)[0].strip().rstrip(":")
+        tail = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        text = f"{head}: {tail[-1]}" if head else tail[-1]
+    else:
+        # llama-cpp-python appends the failing frame ('  File "…/app.py", line 376, …') to its message.
+        text = re.split(r"\n\s*File \"", text, maxsplit=1)[0]
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 # --------------------------------------------------------------------------- helpers
+
+
+def _window_from_models(resp: httpx.Response, model: str) -> int | None:
+    """vLLM's ``max_model_len`` (or a look-alike key) from ``GET /v1/models``."""
+    try:
+        data = resp.json().get("data") or []
+    except (ValueError, AttributeError):
+        return None
+    entries = [d for d in data if isinstance(d, dict)]
+    entries.sort(key=lambda d: d.get("id") != model)  # our model first, if listed
+    for entry in entries:
+        for key in ("max_model_len", "context_length", "context_window", "max_context_length", "n_ctx"):
+            value = entry.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+        meta = entry.get("meta")  # llama.cpp's server: {"meta": {"n_ctx_train": …}}
+        if isinstance(meta, dict) and isinstance(meta.get("n_ctx"), int) and meta["n_ctx"] > 0:
+            return int(meta["n_ctx"])
+    return None
 
 
 def is_local_url(url: str) -> bool:
@@ -1183,17 +1396,27 @@ def _to_text_tags(messages: list[dict[str, Any]], tools_prompt: str) -> list[dic
     return out
 
 
-def _with_schema_hint(message: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def _with_schema_hint(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation with the schema appended to its last message (once)."""
+    if not messages:
+        return []
     hint = f"\n\nAnswer with one JSON object matching this JSON schema:\n{json.dumps(schema, ensure_ascii=False)}"
-    text = _text_of(message.get("content"))
-    return {**message, "content": text if "JSON schema:" in text else text + hint}
+    last = messages[-1]
+    text = _text_of(last.get("content"))
+    return [*messages[:-1], {**last, "content": text if "JSON schema:" in text else text + hint}]
+
+
+_FORMAT_ERROR = re.compile(
+    r"response_format|response format|json_schema|json_object|guided|grammar|schema|structured output",
+    re.IGNORECASE,
+)
 
 
 def _rejects_response_format(e: LLMBadRequest) -> bool:
-    msg = str(e).lower()
-    if e.status != 400 or is_context_error(msg):
-        return False
-    return any(k in msg for k in ("response_format", "json_schema", "guided", "schema", "grammar"))
+    """A refusal (400/422 validation, or the 500 llama-cpp-python answers) that names the
+    response format: asking in a simpler format may work."""
+    msg = str(e)
+    return e.status >= 400 and not is_context_error(msg) and bool(_FORMAT_ERROR.search(msg))
 
 
 def _error_message(raw: bytes) -> str:

@@ -24,7 +24,8 @@ from weasyprint import HTML  # noqa: E402
 from weasyprint.urls import URLFetcher, URLFetcherResponse  # noqa: E402
 
 from research.agents.text import is_chinese  # noqa: E402
-from research.render.html import markdown_title, markdown_to_html, strip_citations  # noqa: E402
+from research.render.document import ReportDocument, parse_report  # noqa: E402
+from research.render.html import markdown_to_html, strip_citations  # noqa: E402
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FIGURE_BYTES = 20 * 1024 * 1024
@@ -176,9 +177,17 @@ def _toc(body_html: str, locale: str) -> str:
     return f'<nav class="toc"><h2>{heading}</h2><ol>{"".join(items)}</ol></nav>'
 
 
-def build_pdf_html(markdown: str, *, title: str | None = None, locale: str = "en-US", with_figures: bool = True) -> str:
+def build_pdf_html(
+    markdown: str,
+    *,
+    title: str | None = None,
+    locale: str = "en-US",
+    with_figures: bool = True,
+    document: ReportDocument | None = None,
+) -> str:
     """The full HTML document WeasyPrint renders (exposed for tests and previews)."""
-    title = title or markdown_title(markdown, default="Report")
+    # The title comes from the same parse as the slides and podcast; the body is the sanitized HTML.
+    title = title or (document or parse_report(markdown, locale=locale)).title
     # Figures are emitted as relative URLs; WeasyPrint resolves them against base_url (the figures dir).
     figure_url = (lambda name: quote(name)) if with_figures else None
     body = str(markdown_to_html(_strip_title_line(markdown), figure_url=figure_url))

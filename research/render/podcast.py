@@ -24,7 +24,7 @@ from mutagen.id3 import CHAP, CTOC, ID3, TIT2, TLAN, TPE1, CTOCFlags
 
 from research.agents.text import is_chinese
 from research.agents.types import PodcastScript
-from research.render.tts import TTSBackend, TTSError, choose_backend
+from research.render.tts import TTSBackend, TTSError, choose_backend, speech_segments
 
 SAMPLE_RATE = 24000
 PAUSE_S = 0.35  # between lines of one section
@@ -142,9 +142,45 @@ def _wav_stats(path: Path) -> tuple[float, float]:
     return len(samples) / max(1, channels) / rate, rms_db
 
 
+def _join_wavs(parts: list[Path], out_path: Path) -> None:
+    """Concatenate WAV files of one backend (same format) into one; other formats go through ffmpeg."""
+    params = []
+    for part in parts:
+        if not part.exists() or part.stat().st_size <= 44:
+            raise TTSError("the backend wrote no audio")
+        with wave.open(str(part), "rb") as handle:
+            params.append((handle.getnchannels(), handle.getsampwidth(), handle.getframerate()))
+    if len(set(params)) != 1:
+        for part in parts:  # bring every piece to one format first
+            fixed = part.with_suffix(".fixed.wav")
+            proc = _ffmpeg(["-v", "error", "-y", "-i", str(part), "-ac", "1", "-ar", str(SAMPLE_RATE),
+                            "-sample_fmt", "s16", str(fixed)])  # fmt: skip
+            if proc.returncode != 0:
+                raise TTSError(f"could not convert a speech segment: {proc.stderr.strip()[-200:]}")
+            fixed.replace(part)
+    with wave.open(str(parts[0]), "rb") as first:
+        channels, width, rate = first.getnchannels(), first.getsampwidth(), first.getframerate()
+    with wave.open(str(out_path), "wb") as out:
+        out.setnchannels(channels)
+        out.setsampwidth(width)
+        out.setframerate(rate)
+        for part in parts:
+            with wave.open(str(part), "rb") as handle:
+                out.writeframes(handle.readframes(handle.getnframes()))
+
+
 def _synthesize_line(backend: TTSBackend, index: int, text: str, speaker: str, locale: str, work: Path) -> _LineAudio:
     path = work / f"line-{index:04d}.wav"
-    backend.synthesize(text, speaker, locale, path)
+    segments = speech_segments(text, locale)
+    if len(segments) == 1:
+        backend.synthesize(segments[0][0], speaker, segments[0][1], path)
+    else:  # each language with its own voice, joined into the one clip of this line
+        parts = [work / f"line-{index:04d}-{n:02d}.wav" for n in range(len(segments))]
+        for part, (piece, piece_locale) in zip(parts, segments, strict=True):
+            backend.synthesize(piece, speaker, piece_locale, part)
+        _join_wavs(parts, path)
+        for part in parts:
+            part.unlink(missing_ok=True)
     if not path.exists() or path.stat().st_size <= 44:
         raise TTSError("the backend wrote no audio")
     duration, rms_db = _wav_stats(path)

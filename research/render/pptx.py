@@ -10,6 +10,7 @@ until the measured height fits. `check_presentation()` re-measures a saved file 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ from pptx.util import Emu, Inches, Pt
 
 from research.agents.text import is_chinese
 from research.agents.types import Slide, SlideOutline
-from research.render.derive import reference_items, shorten, slide_outline_from_markdown
+from research.render.derive import reference_items, shorten, slide_outline
+from research.render.document import ReportDocument, parse_report
 from research.render.html import safe_figure_name
 
 SLIDE_W = Inches(13.333)
@@ -378,7 +380,7 @@ class DeckBuilder:
         box = slide.shapes.add_textbox(self.left, self.content_top, self.content_w, self.content_h)
         box.name = "Body"
         specs = fit_paragraphs(
-            bullets[:MAX_BULLETS], box.width, box.height, max_size=24, min_size=14, bullet_indent=22, gap=12
+            bullets[:MAX_AGENDA], box.width, box.height, max_size=24, min_size=14, bullet_indent=22, gap=12
         )
         _fill_frame(box.text_frame, specs, BODY, bullets=True)
         self._notes(slide, notes)
@@ -407,8 +409,9 @@ class DeckBuilder:
                            for t in row))) + 2 * MARGIN_Y + Emu(Pt(2))
                 for i, row in enumerate(rows)
             ]  # fmt: skip
-        shape = slide.shapes.add_table(len(rows), n_cols, Emu(self.left), Emu(self.content_top), Emu(col_w * n_cols),
-                                       Emu(sum(heights)))
+        shape = slide.shapes.add_table(
+            len(rows), n_cols, Emu(self.left), Emu(self.content_top), Emu(col_w * n_cols), Emu(sum(heights))
+        )
         shape.name = "Table"
         table = shape.table
         for c in range(n_cols):
@@ -447,6 +450,23 @@ def _section_name(title: str) -> str:
     return re.sub(r"\s*(\(cont\.\)|（续）)$", "", title).strip()
 
 
+MAX_AGENDA = 8
+
+
+def _balanced(items: list[str], per_slide: int) -> list[list[str]]:
+    """Split a list over slides evenly (7 → 4 + 3, never 5 + 2)."""
+    if not items:
+        return []
+    count = math.ceil(len(items) / per_slide)
+    size, extra = divmod(len(items), count)
+    out, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return out
+
+
 def render_pptx(
     markdown: str,
     out_path: Path,
@@ -454,34 +474,35 @@ def render_pptx(
     outline: SlideOutline | None = None,
     figures_dir: Path | None = None,
     locale: str = "en-US",
+    document: ReportDocument | None = None,
 ) -> Path:
     """Write the deck to `out_path`: title, agenda, content slides, references; notes and numbers on all."""
     zh = is_chinese(locale)
-    outline = outline or slide_outline_from_markdown(markdown, locale=locale)
+    doc = document or parse_report(markdown, locale=locale)
+    outline = outline or slide_outline(doc)
     builder = DeckBuilder(outline.title, locale, figures_dir)
 
     # Plan every slide first (kind, args) so "n / N" is known while drawing.
     plan: list[tuple[str, tuple[object, ...]]] = []
     agenda: list[str] = []
     for slide in outline.slides:
-        name = _section_name(slide.title)
-        if name and name not in agenda and not slide.figure:
-            agenda.append(name)
-    agenda_label = "议程" if zh else "Agenda"
-    for start in range(0, len(agenda), MAX_BULLETS):
-        label = agenda_label if start == 0 else agenda_label + ("（续）" if zh else " (cont.)")
+        for name in _section_name(slide.title).split(" · "):
+            if name and name not in agenda and not slide.figure:
+                agenda.append(name)
+    content = [step for slide in outline.slides for step in _plan_slide(slide, builder, zh)]
+    if len(agenda) >= 3 and len(content) >= 3:  # a short deck needs no agenda
         intro = "今天我们将讨论：" if zh else "Here is what we will cover: "
-        plan.append(("bullets", (label, agenda[start : start + MAX_BULLETS], intro + "；".join(agenda) if zh
-                                 else intro + "; ".join(agenda) + ".")))  # fmt: skip
-    for slide in outline.slides:
-        plan.extend(_plan_slide(slide, builder, zh))
+        notes = intro + "；".join(agenda) + "。" if zh else intro + "; ".join(agenda) + "."
+        plan.append(("bullets", ("议程" if zh else "Agenda", agenda[:MAX_AGENDA], notes)))
+    plan.extend(content)
     has_refs = any(_section_name(s.title).lower() in {"references", "sources", "参考文献"} for s in outline.slides)
-    refs = [] if has_refs else reference_items(markdown)
+    refs = [] if has_refs else reference_items(doc)
     ref_label = "参考文献" if zh else "References"
-    for start in range(0, len(refs), MAX_BULLETS):
-        label = ref_label if start == 0 else ref_label + ("（续）" if zh else " (cont.)")
+    chunks = _balanced(refs, MAX_BULLETS)
+    for index, chunk in enumerate(chunks):
+        label = ref_label if index == 0 else ref_label + ("（续）" if zh else " (cont.)")
         notes = "以上是本报告引用的来源。" if zh else "These are the sources cited in the report."
-        plan.append(("refs", (label, refs[start : start + MAX_BULLETS], notes)))
+        plan.append(("refs", (label, chunk, notes)))
 
     builder.total = len(plan) + 1
     title_notes = (
@@ -513,7 +534,5 @@ def _plan_slide(slide: Slide, builder: DeckBuilder, zh: bool) -> list[tuple[str,
     path = builder.figure_path(slide.figure)
     if path is not None:
         planned.append(("figure", (slide.title, path, notes)))
-    if not planned:  # a figure that could not be found: keep the idea as a text slide rather than drop it
-        text = slide.title if not slide.figure else ("（图略）" if zh else "(figure unavailable)")
-        planned.append(("bullets", (slide.title, [text], notes)))
+    # A figure that cannot be found is left out: a slide saying "figure unavailable" is filler.
     return planned

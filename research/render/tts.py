@@ -7,6 +7,7 @@ join lines the same way whatever produced them.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import socket
 import subprocess
@@ -156,6 +157,49 @@ def edge_reachable(timeout: float = 2.0) -> bool:
     with _reachability_lock:
         _reachability[EDGE_HOST] = (time.monotonic(), result[0])
     return result[0]
+
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_HAN}][\u3000-\u303f{_HAN}\uff00-\uffef\\d.%]*")
+# A run of at least three Latin words inside Chinese text is English speech ("LCOE" or "BYD" alone is not).
+_LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[\s,;:$%.\d\-]+[A-Za-z][A-Za-z'’\-]*){2,}[.!?]?")
+
+
+def speech_segments(text: str, locale: str) -> list[tuple[str, str]]:
+    """Split a line into (text, locale) pieces so each is spoken by a voice of its own language.
+
+    Sentences are assigned by their script (a Chinese sentence in an English episode gets the
+    Chinese voice and vice versa); inside a sentence, Chinese runs in English text and runs of
+    three or more English words in Chinese text are split out as well.
+    """
+    from research.render.document import is_chinese_text, split_marked_text  # the one sentence splitter
+
+    en_locale, zh_locale = ("en-US", locale) if is_chinese(locale) else (locale, "zh-CN")
+    pieces: list[tuple[str, str]] = []
+    for sentence in split_marked_text(text, []) or []:
+        body = sentence.text
+        zh = is_chinese_text(body)
+        pattern = _LATIN_RUN if zh else _CJK_RUN
+        pos = 0
+        for match in pattern.finditer(body):
+            if match.start() > pos:
+                pieces.append((body[pos : match.start()], zh_locale if zh else en_locale))
+            pieces.append((match.group(0), en_locale if zh else zh_locale))
+            pos = match.end()
+        if pos < len(body):
+            pieces.append((body[pos:], zh_locale if zh else en_locale))
+    merged: list[tuple[str, str]] = []
+    for piece, lang in pieces:
+        if not re.search(r"\w", piece):  # bare punctuation stays with what it follows
+            if merged:
+                merged[-1] = (merged[-1][0] + piece, merged[-1][1])
+            continue
+        if merged and merged[-1][1] == lang:
+            joiner = "" if is_chinese(lang) else " "
+            merged[-1] = (merged[-1][0].rstrip() + joiner + piece.strip(), lang)
+        else:
+            merged.append((piece.strip().lstrip(",;:，；："), lang))
+    return merged or [(text, locale)]
 
 
 def _configured_backend() -> str:

@@ -16,7 +16,7 @@
   const REFRESH_TYPES = new Set([
     "job.status", "job.engine", "plan.ready", "plan.accepted", "step.queued", "step.started", "step.completed",
     "step.failed", "step.cancelled", "step.requeued", "report.ready", "artifact.ready", "artifact.failed",
-    "job.done", "job.failed",
+    "job.done", "job.failed", "followup.asked", "followup.done", "followup.failed",
   ]);
 
   // Labels come translated from the server (#job[data-i18n], see jobs/_timeline_i18n.html); English otherwise.
@@ -112,6 +112,8 @@
   function refreshPanel() {
     const editor = document.getElementById("plan-editor");
     if (editor && editor.contains(document.activeElement)) return; // don't wipe someone's edits
+    const asking = document.getElementById("followup-question");
+    if (asking && asking === document.activeElement && asking.value) return;
     fetch("/jobs/" + jobId + "/panel/", {credentials: "same-origin"})
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (html) {
@@ -134,6 +136,11 @@
     if (ev.type === "report.delta") {
       reportText += (ev.payload && ev.payload.text) || "";
       showStream();
+      return;
+    }
+    if (ev.type === "followup.delta") {  // stream a follow-up answer into its box
+      const box = document.getElementById("followup-stream-" + ev.payload.number);
+      if (box) { if (!box.dataset.live) { box.textContent = ""; box.dataset.live = "1"; } box.textContent += ev.payload.text || ""; }
       return;
     }
     addEntry(ev);

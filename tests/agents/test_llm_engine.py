@@ -338,6 +338,21 @@ def test_time_budget_stops_before_any_tool_round(engine, llm, fake):
     assert "tools" not in requests_of(fake, "researcher")[-1] and result.report_md.strip()
 
 
+def test_a_slow_server_makes_the_step_write_up_instead_of_starting_a_round(engine, llm, fake, monkeypatch):
+    from research.llm.client import ServerSpeed
+
+    ctx = make_ctx(llm, options={"step_time_budget_s": 600})
+    plan = research_plan(engine, ctx)
+    # Measured: 1 token/s. A round plus the write-up (2 x 400 tokens) cannot fit in 600 s.
+    monkeypatch.setattr(llm, "speed", lambda: ServerSpeed(tokens_per_s=1.0, ttft_s=2.0, samples=3))
+    result = engine.research(ctx, first_step(plan), plan, [])
+    assert result.notes["stopped"] == "time" and result.notes["rounds"] == 0
+    assert "tools" not in requests_of(fake, "researcher")[-1] and result.report_md.strip()
+    # At a fast measured speed the same budget lets rounds run.
+    monkeypatch.setattr(llm, "speed", lambda: ServerSpeed(tokens_per_s=500.0, ttft_s=0.1, samples=3))
+    assert engine.research(ctx, first_step(plan), plan, []).notes["rounds"] >= 1
+
+
 def test_cancellation_is_checked_between_rounds(engine, llm, fake):
     class CancelOnSearch(FakeContext):
         def search(self, query: str, *, max_results: int = 8):

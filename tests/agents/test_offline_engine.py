@@ -447,33 +447,61 @@ def test_process_step_without_numbers_runs_nothing():
 # ---------------------------------------------------------------- reporter
 
 
-def test_report_has_summary_and_a_section_per_step_and_no_references():
+def test_report_opens_with_key_findings_then_non_empty_sections_and_no_references():
     ctx = _ctx()
     job = _run_job(ctx)
     md = job.report
     assert md.startswith(f"# {QUESTION}\n")
     assert "offline engine" in md.splitlines()[2] and md.splitlines()[2].startswith("_")
     headings = re.findall(r"^## (.+)$", md, re.M)
-    assert headings == ["Summary"] + [s.title for s in job.plan.steps]
+    step_titles = [s.title for s in job.plan.steps]
+    # Key findings first; then the steps in plan order, those with nothing left to show dropped.
+    assert headings[0] == "Key findings" and headings[1:] == [t for t in step_titles if t in headings[1:]]
     assert not re.search(r"^#+\s*(references|sources)", md, re.I | re.M)
     assert "".join(job.deltas) == md and len(job.deltas) == len(headings) + 1
-    summary = md.split("## Summary")[1].split("\n## ")[0]
-    assert 3 <= len(re.findall(r"\[\d+\]", summary)) <= 5
+    findings = md.split("## Key findings")[1].split("\n## ")[0]
+    lines = [line for line in findings.strip().splitlines() if line]
+    assert 3 <= len(lines) <= 6 and all(re.fullmatch(r"- .+ \[\d+\]", line) for line in lines)
+    for heading in headings[1:]:  # no filler: every section shows cited sentences
+        body = md.split(f"## {heading}\n")[1].split("\n## ")[0]
+        assert re.search(r"^- .+\[\d+\]$", body, re.M), heading
+    assert "already appear" not in md
     assert check_citations(md, _sources(ctx)) == []
     fetched_numbers = {ctx.registry[url].number for url in ctx.fetched}
     assert _cited(md) <= fetched_numbers
-    # Sections don't repeat each other's sentences.
+    # Nothing is said twice, Key findings included.
     bullets = re.findall(r"^- (.+) \[\d+\]$", md, re.M)
     assert len(bullets) == len(set(bullets))
+
+
+def test_key_findings_lead_with_what_the_question_asks():
+    ctx = FakeContext(question="What are the main challenges for solid-state batteries?", pages=_ctx().pages)
+    job = _run_job(ctx)
+    findings = job.report.split("## Key findings")[1].split("\n## ")[0]
+    first = findings.strip().splitlines()[0].lower()
+    assert "challenge" in first or "obstacle" in first or "dendrite" in first
 
 
 def test_chinese_report():
     ctx = _zh_ctx()
     job = _run_job(ctx, max_steps=3)
     headings = re.findall(r"^## (.+)$", job.report, re.M)
-    assert headings[0] == "摘要" and headings[1:] == [s.title for s in job.plan.steps]
+    assert headings[0] == "主要发现" and set(headings[1:]) <= {s.title for s in job.plan.steps}
     assert "离线引擎" in job.report
     assert check_citations(job.report, _sources(ctx)) == []
+
+
+def test_chinese_report_over_english_sources_says_so_once_and_keeps_quotes_clean():
+    # English pages a search finds for a Chinese question (their titles carry the Chinese subject).
+    pages = [FakePage(p.url, f"固态电池 {p.title}", p.text) for p in _ctx().pages]
+    ctx = FakeContext(question="固态电池面临哪些挑战？", pages=pages, locale="zh-CN")
+    job = _run_job(ctx, max_steps=3)
+    md = job.report
+    assert md.count("引文保留原文") == 1
+    assert check_citations(md, _sources(ctx)) == []
+    # One quote per bullet, spaced before its marker, never glued to the next one ("conductor. [1]Lithium").
+    assert not re.search(r"\]\s*[A-Za-z\u4e00-\u9fff]", md.split("## ", 1)[1])
+    assert re.search(r"^- [A-Z].+[.!?] \[\d+\]$", md, re.M)
 
 
 def test_report_uses_processing_step_text_and_style():
@@ -486,8 +514,8 @@ def test_report_uses_processing_step_text_and_style():
     results.append(engine.process(ctx, analysis, plan, results))
     md = engine.report(ctx, plan, results, style="social_media", on_delta=lambda _: None)
     assert "## Analysis" in md and "descriptive statistics" in md
-    summary = md.split("## Summary")[1].split("\n## ")[0]
-    assert len(re.findall(r"\[\d+\]", summary)) <= 3
+    findings = md.split("## Key findings")[1].split("\n## ")[0]
+    assert 1 <= len(re.findall(r"\[\d+\]", findings)) <= 3
     assert check_citations(md, _sources(ctx)) == []
 
 

@@ -166,3 +166,39 @@ def test_key_terms():
     assert key_terms("what is it?") == ["what is it"]
     assert key_terms("what is it?", fallback=False) == []
     assert detect_locale("固态电池的发展现状如何？") == "zh-CN"  # unchanged helper
+
+
+def test_rank_sentences_mmr_prefers_a_new_point_over_a_restatement():
+    sentences = [
+        ("Solid-state batteries need dry rooms because sulfide electrolytes react with moisture.", 1),
+        ("Sulfide electrolytes react with moisture, so solid-state batteries need dry rooms.", 2),
+        ("Separators for solid-state batteries must be thinner than 30 micrometres.", 1),
+    ]
+    plain = rank_sentences("solid-state batteries dry rooms moisture", sentences, limit=2, dedupe_threshold=0.99)
+    assert [r.position for r in plain] == [0, 1]
+    diverse = rank_sentences(
+        "solid-state batteries dry rooms moisture", sentences, limit=2, dedupe_threshold=0.99, diversity=0.5,
+        floor=0.35,
+    )
+    assert [r.position for r in diverse] == [0, 2]
+
+
+def test_rank_sentences_floor_keeps_unmatched_sentences_of_relevant_pages_only():
+    sentences = [
+        ("Pilot lines make well under 1 gigawatt-hour of cells per year.", 1),
+        ("The main limits are dry rooms and thin separators.", 1),
+        ("Green hydrogen costs 4 to 6 dollars per kilogram today.", 2),
+    ]
+    weights = {1: 1.0, 2: 0.05}
+    ranked = rank_sentences("limits", sentences, limit=3, floor=0.35, source_weight=weights)
+    assert [r.position for r in ranked] == [1, 0]  # the match first, then the relevant page's other sentence
+    assert [r.position for r in rank_sentences("limits", sentences, limit=3)] == [1]  # no floor: matches only
+
+
+def test_rank_sentences_ignores_the_shared_subject():
+    sentences = [
+        ("Solid-state batteries are solid-state batteries with a solid electrolyte.", 1),
+        ("Dry rooms add cost to every solid-state battery line.", 1),
+    ]
+    ranked = rank_sentences("solid-state batteries cost", sentences, limit=1, ignore={"solid", "state", "battery"})
+    assert ranked[0].position == 1

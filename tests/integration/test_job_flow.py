@@ -15,7 +15,7 @@ import websockets
 from research.jobs import services
 from research.jobs.models import JobStatus, JobStep, Source
 from tests.integration.helpers import assert_event_log_complete, wait_for
-from tests.support.citecheck import check_citations
+from tests.support.citecheck import check_citations, report_sources
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -32,7 +32,7 @@ def test_offline_job_runs_to_done_and_cites_only_fetched_sources(alice, worker, 
         assert expected in types
     assert list(JobStep.objects.filter(job=job).values_list("status", flat=True)) == ["done"] * 3
     report = job.report_versions.get().markdown
-    sources = {s.number: s.text for s in Source.objects.filter(job=job)}
+    sources = report_sources(report, Source.objects.filter(job=job))
     assert "## References" in report
     assert check_citations(report, sources) == []
     md = job.artifacts.get(kind="md")

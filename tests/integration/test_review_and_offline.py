@@ -14,7 +14,7 @@ from research.agents.types import Plan
 from research.jobs import services
 from research.jobs.models import JobStatus, Source
 from tests.integration.helpers import wait_for
-from tests.support.citecheck import check_citations
+from tests.support.citecheck import check_citations, report_sources
 from tests.support.scenario import agent_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -61,8 +61,8 @@ def test_offline_chinese_question(alice, worker, live_settings):
     job = wait_for(job, {JobStatus.DONE, JobStatus.FAILED}, worker=worker)
     assert job.status == JobStatus.DONE, job.error
     report = job.report_versions.get().markdown
-    assert job.locale == "zh-CN" and "## 参考文献" in report and "## 摘要" in report
-    assert check_citations(report, {s.number: s.text for s in Source.objects.filter(job=job)}) == []
+    assert job.locale == "zh-CN" and "## 参考文献" in report and "## 主要发现" in report
+    assert check_citations(report, report_sources(report, Source.objects.filter(job=job))) == []
 
 
 def test_knowledge_base_only_job_needs_no_web(alice, worker, live_settings, test_site):
@@ -83,7 +83,7 @@ def test_knowledge_base_only_job_needs_no_web(alice, worker, live_settings, test
     sources = list(Source.objects.filter(job=job))
     assert sources and all(s.kind == "kb" for s in sources)
     report = job.report_versions.get().markdown
-    assert check_citations(report, {s.number: s.text for s in sources}) == []
+    assert check_citations(report, report_sources(report, sources)) == []
     assert "knowledge base" in report.split("## References")[1]
 
 
@@ -101,7 +101,7 @@ def test_cli_offline_all_outputs(worker, stack_env, live_settings):
     assert {"md", "pdf", "pptx", "podcast"} <= set(paths) and all(p.is_file() for p in paths.values())
     report = paths["md"].read_text()
     sources = {s.number: s for s in Source.objects.filter(job_id=data["job"])}
-    assert check_citations(report, {n: s.text for n, s in sources.items()}) == []
+    assert check_citations(report, report_sources(report, sources.values())) == []
     fetched = {e["payload"]["url"] for e in _events(data["job"]) if e["payload"].get("kind") == "fetch"}
     assert {s.url for s in sources.values()} <= fetched
     assert len(Presentation(str(paths["pptx"])).slides) >= 3

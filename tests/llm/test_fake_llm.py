@@ -213,3 +213,13 @@ def test_down_refuses_connections_and_up_comes_back_on_the_same_port(fake: FakeL
         fake.up()
         assert fake.port == port
         assert http.get(f"{fake.base_url}/models").status_code == 200
+
+
+def test_batching_model_slows_each_request_as_the_batch_grows() -> None:
+    fake = FakeLLM(tokens_per_s=10.0, batch_slowdown=0.5)
+    assert fake._pace() == pytest.approx(0.1)
+    with fake._decoding():
+        assert fake._pace() == pytest.approx(0.1)  # alone: full speed
+        with fake._decoding(), fake._decoding():
+            assert fake._pace() == pytest.approx(0.2)  # three at once: 1 + 0.5 × 2
+    assert FakeLLM(tokens_per_s=10.0)._pace() == pytest.approx(0.1)  # default: independent requests

@@ -198,8 +198,11 @@ def test_report_edit_goes_through_the_citation_pass(alice):
     job = make_job(alice)
     job_walk(job, JobStatus.COORDINATING, JobStatus.DONE)
     services.report_version_create(job=job, markdown="# R\n\nOld [1].\n", author="reporter")
-    Source.objects.create(job=job, number=1, url="https://a.example/", title="A", kind="web", text="t",
-                          text_hash="0" * 64)
-    edited = "# R\r\n\r\nKept [1]. Made up [9].\r\n\r\n## Sources\r\n\r\n- x\r\n"
-    version = services.report_edit(job=job, markdown=edited)
-    assert version.markdown == "# R\n\nKept [1]. Made up.\n\n## References\n\n- [1] [A](https://a.example/)\n"
+    Source.objects.create(job=job, number=1, url="https://a.example/", title="A", kind="web",
+                          text="Heat pumps move heat instead of making it.", text_hash="0" * 64)
+    edited = ("# R\r\n\r\nHeat pumps move heat instead of making it [1]. Nobody read this [9].\r\n\r\n"
+              "## References\r\n\r\n- [1] [A](https://a.example/)\r\n- [9] made up\r\n")
+    md = services.report_edit(job=job, markdown=edited).markdown
+    assert "\r" not in md and "made up" not in md and "[9]" not in md
+    assert "Heat pumps move heat instead of making it [1]." in md
+    assert md.rstrip().endswith("- [1] [A](https://a.example/)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 # One citation group: [1], [1][2], [1, 2], [1，2] with optional spaces in between.
 _CITE_GROUP = re.compile(r"(?:\s*\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](?!\())+")
@@ -78,3 +79,31 @@ def check_citations(report_md: str, sources: dict[int, str]) -> list[str]:
                 cites = "".join(f"[{n}]" for n in known)
                 problems.append(f"line {lineno}: sentence not found in source {cites}: {sentence!r}")
     return problems
+
+
+_REF_ENTRY = re.compile(r"^\s*[-*]\s*\[(\d{1,4})\]\s*(?:\[(.*?)\]\((\S+?)\)|(.*?)\s*\((?:knowledge base|知识库)\))\s*$")
+
+
+def report_sources(report_md: str, sources: Any) -> dict[int, str]:
+    """The report's own citation numbers → source text, read through its references list.
+
+    Final reports number their references 1..n in order of first use, so `[1]` is the first
+    listed source, not registry source 1. `sources` are objects with number, url, title and text
+    (Source rows or SourceRefs); URLs match (titles for knowledge-base entries).
+    """
+    rows = list(sources)
+    by_url = {s.url.replace("%29", ")").replace("%20", " "): s for s in rows if s.url}
+    by_title = {s.title.strip(): s for s in rows}
+    heading = re.search(r"^#{1,6}\s*(references|sources|参考文献|参考资料)\s*$", report_md, re.I | re.M)
+    if heading is None:
+        return {s.number: s.text for s in rows}
+    mapping: dict[int, str] = {}
+    for line in report_md[heading.end() :].splitlines():
+        entry = _REF_ENTRY.match(line)
+        if entry:
+            url, title = entry.group(3), entry.group(4)
+            key = url.replace("%29", ")").replace("%20", " ") if url else ""
+            found = by_url.get(key) if url else by_title.get((title or "").strip())
+            if found is not None:
+                mapping[int(entry.group(1))] = found.text
+    return mapping

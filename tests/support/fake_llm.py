@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -42,6 +42,9 @@ class Reply:
     finish_reason: str | None = None
     status: int = 200
     error_body: dict[str, Any] | None = None
+    # A recorded stream: these chunk objects are sent verbatim as ``data:`` events (then
+    # ``[DONE]``) to a streaming request, so tests replay a real server's exact shapes.
+    sse: list[dict[str, Any]] | None = None
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -58,6 +61,19 @@ INJECTIONS = (
     "think_leak_tags",
     "think_leak_bare",
     "context_overflow",
+    "length_mid_json",
+    "hermes_leak",
+)
+
+#: What llama-cpp-python 0.3.36's server answers to ``response_format: json_schema`` (recorded
+#: against the real server): its request model accepts only ``text`` and ``json_object``
+#: (+ ``schema``), and the validation error comes back as an HTTP 500 with the failing frame.
+LLAMA_CPP_FORMAT_ERROR = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+    '  File "/srv/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+    "    POST /v1/chat/completions"
 )
 
 
@@ -235,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
                             "owned_by": "vllm",
                             "root": fake.model,
                             "parent": None,
-                            "max_model_len": fake.max_model_len,
+                            **({"max_model_len": fake.max_model_len} if fake.report_window else {}),
                         }
                     ],
                 },
@@ -279,8 +295,22 @@ class FakeLLM:
         model: str = "test-model",
         max_model_len: int = 32768,
         api_key: str | None = None,
+        response_formats: tuple[str, ...] = ("json_schema", "json_object"),
+        format_error_status: int = 400,
+        report_window: bool = True,
+        batch_slowdown: float = 0.0,
     ) -> None:
         self.responder: Responder = responder or echo_responder
+        # Response formats this "server" supports; others are refused with
+        # ``format_error_status`` (500 as llama-cpp-python does, 400/422 as others do).
+        self.response_formats = response_formats
+        self.format_error_status = format_error_status
+        self.report_window = report_window  # False: /v1/models without max_model_len
+        # Batching model: with n requests decoding at once each gets
+        # tokens_per_s / (1 + batch_slowdown * (n - 1)), as on a GPU serving a batch
+        # (aggregate throughput still grows, per-request speed falls). 0 = independent.
+        self.batch_slowdown = batch_slowdown
+        self._active = 0
         self.ttft = ttft
         self.tokens_per_s = tokens_per_s
         self.model = model
@@ -379,6 +409,24 @@ class FakeLLM:
         if seconds > 0:
             self._stopped.wait(seconds)
 
+    def _pace(self) -> float:
+        """Seconds per token for one request now, under the batching model."""
+        if self.tokens_per_s <= 0:
+            return 0.0
+        with self._lock:
+            n = max(1, self._active)
+        return (1.0 + self.batch_slowdown * (n - 1)) / self.tokens_per_s
+
+    @contextlib.contextmanager
+    def _decoding(self) -> Iterator[None]:
+        with self._lock:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+
     def _chat(self, h: _Handler, body: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(body)
@@ -392,6 +440,12 @@ class FakeLLM:
         if kind == "hang":
             self._stopped.wait()
             return h.cut()
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt and fmt != "text" and fmt not in self.response_formats:
+            status = self.format_error_status
+            message = LLAMA_CPP_FORMAT_ERROR if status >= 500 else f"response_format type {fmt!r} is not supported"
+            kind_ = "internal_server_error" if status >= 500 else "invalid_request_error"
+            return h.send_json(status, {"error": {"message": message, "type": kind_, "param": None, "code": None}})
         completion = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         prompt = prompt_tokens(body)
         if kind == "context_overflow":
@@ -406,6 +460,8 @@ class FakeLLM:
         if reply.status != 200:
             return h.send_json(reply.status, reply.error_body or _error(reply.status, f"HTTP {reply.status}"))
         reply = self._transform(kind, body, reply)
+        if body.get("stream") and reply.sse is not None:
+            return self._replay(h, reply.sse)
         if body.get("stream"):
             return self._stream(h, body, reply, prompt, truncated=kind == "truncated_stream")
         return self._complete(h, reply, prompt, truncated=kind == "truncated_stream")
@@ -413,6 +469,15 @@ class FakeLLM:
     def _transform(self, kind: str, body: dict[str, Any], reply: Reply) -> Reply:
         if kind == "malformed_json":
             return Reply(content='{"malformed": true, "reason": "unterminated', reasoning=reply.reasoning)
+        if kind == "length_mid_json":
+            # The token limit struck inside a JSON object: half of it, finish_reason "length".
+            text = reply.content or json.dumps({"title": "cut", "items": ["a", "b", "c"]})
+            return Reply(content=text[: max(1, len(text) // 2)], finish_reason="length")
+        if kind == "hermes_leak":
+            # A server started without a tool parser: the hermes call arrives as plain content.
+            name, args = _first_tool(body)
+            call = json.dumps({"name": name, "arguments": args})
+            return Reply(content=f"I will look this up.\n<tool_call>\n{call}\n</tool_call>")
         if kind == "unknown_tool":
             return self._tool_reply(body, "no_such_tool", {"query": "anything"})
         if kind == "endless_tool_calls":
@@ -432,6 +497,17 @@ class FakeLLM:
                 finish_reason=reply.finish_reason,
             )
         return reply
+
+    def _replay(self, h: _Handler, chunks: list[dict[str, Any]]) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        for chunk in chunks:
+            h.write_chunk(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
+            self._sleep(self.ttft if chunk is chunks[0] else 0.0)
+        h.write_chunk(b"data: [DONE]\n\n")
+        h.write_chunk(b"")
 
     @staticmethod
     def _tool_reply(body: dict[str, Any], name: str, args: dict[str, Any]) -> Reply:
@@ -463,7 +539,13 @@ class FakeLLM:
     def _complete(self, h: _Handler, reply: Reply, prompt: int, *, truncated: bool) -> None:
         pieces = _pieces(reply.content) + _pieces(reply.reasoning)
         calls = self._wire_calls(reply)
-        self._sleep(self.ttft + (len(pieces) / self.tokens_per_s if self.tokens_per_s > 0 else 0.0))
+        with self._decoding():
+            if self.batch_slowdown > 0 and self.tokens_per_s > 0:
+                self._sleep(self.ttft)
+                for _ in pieces:  # the batch may grow or shrink while this request decodes
+                    self._sleep(self._pace())
+            else:
+                self._sleep(self.ttft + (len(pieces) / self.tokens_per_s if self.tokens_per_s > 0 else 0.0))
         message: dict[str, Any] = {
             "role": "assistant",
             "content": reply.content if (reply.content or not calls) else None,
@@ -531,7 +613,11 @@ class FakeLLM:
         h.end_headers()
         delta({"role": "assistant", "content": ""})
         self._sleep(self.ttft)
-        pace = 1.0 / self.tokens_per_s if self.tokens_per_s > 0 else 0.0
+        with self._decoding():
+            return self._stream_body(h, body, reply, prompt, truncated=truncated, event=event, delta=delta)
+
+    def _stream_body(self, h: _Handler, body: dict[str, Any], reply: Reply, prompt: int, *, truncated: bool,
+                     event: Callable[..., None], delta: Callable[..., None]) -> None:
         reasoning, content = _pieces(reply.reasoning), _pieces(reply.content)
         cut_at = max(1, (len(reasoning) + len(content)) // 2) if truncated else -1
         sent = 0
@@ -541,7 +627,7 @@ class FakeLLM:
                     return h.cut()
                 delta({field_name: piece})
                 sent += 1
-                self._sleep(pace)
+                self._sleep(self._pace())
         if truncated:
             return h.cut()  # nothing (or too little) to cut in the middle of: cut here
         completion = sent
@@ -564,7 +650,7 @@ class FakeLLM:
             for start in range(0, len(args), step):  # arguments arrive in fragments, as from vLLM
                 delta({"tool_calls": [{"index": i, "function": {"arguments": args[start : start + step]}}]})
                 completion += 1
-                self._sleep(pace)
+                self._sleep(self._pace())
         delta({}, self._finish_reason(reply))
         if (body.get("stream_options") or {}).get("include_usage"):
             event([], {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})

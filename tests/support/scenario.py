@@ -10,12 +10,15 @@ failing that from the structured-output schema name or the tools offered, reads 
 task sections the engine writes ("## Question", "## Current step", …) and answers the
 way a cooperative model would:
 
-- coordinator: greetings get a short direct answer; anything else goes to research;
+- coordinator: greetings get a short direct answer; a vague request ("Tell me about …")
+  gets up to three clarifying questions when the task allows them; anything else goes to research;
 - planner: a valid plan of `steps` steps derived from the question (Chinese titles for
   Chinese questions); a re-plan with feedback returns a different plan built around it;
 - researcher: web_search, then fetch_page on the first two result URLs, then a step
   report whose cited sentences are copied verbatim from the fetched pages (so
   citation checks pass);
+- followup: one sentence quoted from the numbered source that best matches the question, cited,
+  plus one citation to a source that does not exist (the check must remove it);
 - coder: a Python block that prints a number and saves a matplotlib PNG (optionally
   failing first), then a short result that embeds the figure;
 - reporter: a report reusing the cited sentences of the step results, plus one bogus
@@ -41,6 +44,7 @@ _SCHEMA_AGENTS = {
     "PodcastScript": "podcast",
     "SlideOutline": "slides",
 }
+_VAGUE = re.compile(r"^\s*(tell me about|给我讲讲)", re.IGNORECASE)
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|hallo|good (morning|afternoon|evening)|thanks|thank you|how are you|who are you"
     r"|你好|您好|嗨|哈喽|谢谢|早上好|晚上好)\b",
@@ -209,6 +213,11 @@ class Scenario:
             )
             decision = {"action": "answer", "locale": locale, "answer": answer}
             return Reply(content=json.dumps(decision, ensure_ascii=False))
+        if "## Clarification allowed\nyes" in self._task(request) and _VAGUE.match(question):
+            questions = (["你关心哪个国家或地区？", "你需要多长时间范围的数据？"] if zh
+                         else ["Which country or region do you care about?", "What time span should it cover?"])
+            return Reply(content=json.dumps({"action": "clarify", "locale": locale, "answer": questions[0],
+                                             "questions": questions}, ensure_ascii=False))
         return Reply(content=json.dumps({"action": "research", "locale": locale, "answer": ""}))
 
     def _planner(self, request: dict[str, Any]) -> Reply:
@@ -223,6 +232,9 @@ class Scenario:
         if feedback:
             focus = topic_of(feedback, 120)
             facets = [f"重点：{focus}" if zh else f"Focus: {focus}"] + facets
+        answers = re.findall(r"^\s*A: (.+)$", section(task, "Clarifications from the user"), re.MULTILINE)
+        if answers:  # a cooperative planner builds the plan around the user's answers
+            facets = [f"重点：{a.strip()}" if zh else f"Focus: {a.strip()}" for a in answers] + facets
         steps: list[dict[str, Any]] = []
         for index in range(count):
             step_type = self.step_types[index] if index < len(self.step_types) else "research"
@@ -349,6 +361,18 @@ class Scenario:
         conclusion_en = "The findings above answer the question as far as the sources allow."
         parts.append("以上发现回答了用户的问题。" if zh else conclusion_en)
         return Reply(content="\n".join(parts) + "\n")
+
+    def _followup(self, request: dict[str, Any]) -> Reply:
+        """Quote one sentence of the best-matching numbered source, cited, plus one bogus citation."""
+        task = self._task(request)
+        question = section(task, "Follow-up question")
+        blocks = re.findall(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", section(task, "Sources"), re.M | re.S)
+        words = {w.lower() for w in re.findall(r"\w{4,}", question)}
+        blocks.sort(key=lambda b: -len(words & {w.lower() for w in re.findall(r"\w{4,}", b[1])}))
+        for number, body in blocks:
+            for sentence in quotable_sentences(body, 1):
+                return Reply(content=f"{sentence} [{number}] This is certain [99].")
+        return Reply(content="The sources do not say.")
 
     def _podcast(self, request: dict[str, Any]) -> Reply:
         task = self._task(request)

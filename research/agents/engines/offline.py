@@ -147,7 +147,8 @@ FACETS: tuple[Facet, ...] = (
         "challenges obstacles risks",
         "挑战 障碍 风险",
         ("challenges", "challenge", "obstacles", "risks", "problems", "barriers", "挑战", "障碍", "风险", "问题"),
-        "challenge problem obstacle barrier risk difficult hurdle limit cost concern "
+        "challenge problem obstacle barrier risk difficult hard hurdle limit cost expensive require must "
+        "cannot lack low concern "
         "挑战 问题 障碍 风险 困难 难题 限制 成本 瓶颈",
     ),
     Facet(
@@ -312,6 +313,66 @@ def _figures_prior(sentence: str) -> float:
     return 2.0 if _numbers([sentence]) else 1.0
 
 
+def _figures_bonus(sentence: str) -> float:
+    """Every step prefers a sentence with a figure a little: it usually states something specific."""
+    return 1.3 if _numbers([sentence]) else 1.0
+
+
+def question_facets(question: str) -> list[Facet]:
+    """Facets the question itself asks about ("what limits …" → challenges, "现状如何" → current state)."""
+    # "solid-state" is not a question about the current state: compounds are the topic's words.
+    words = set(tokenize(re.sub(r"\S+-\S+", " ", question)))
+    found: list[Facet] = []
+    for facet in FACETS:
+        names = (*facet.aliases, *facet.hints.split())
+        if any(set(tokenize(n)) and set(tokenize(n)) <= words for n in names):
+            found.append(facet)
+    return found
+
+
+def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> set[str]:
+    """Tokens of the question's key terms that most fetched pages contain: the subject, which tells
+    no sentence apart from another, unlike what the question asks about it ("limits", "cost")."""
+    if len(sources) < 2:
+        return set()
+    pages = [set(tokenize(f"{ref.title} {ref.text}")) for ref in sources]
+    shared: set[str] = set()
+    for term in key_terms(question, locale):
+        for token in tokenize(term):
+            if sum(token in page for page in pages) >= 0.5 * len(pages):
+                shared.add(token)
+    return shared
+
+
+def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
+    """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
+
+    A page in the question's script is weighed by the share of the question's key terms it contains
+    (a term counts when a third of its tokens occur): every page a search returns shares some words
+    with the question, but a page on another subject lacks most of them. A page in another script
+    cannot be compared word for word, so the search engine's order speaks for it.
+    """
+    terms = [set(tokenize(t)) for t in key_terms(question, locale)]
+    terms = [t for t in terms if t]
+    total = sum(len(t) for t in terms)
+    zh_question = is_chinese(locale)
+    weights: dict[int, float] = {}
+    foreign: list[int] = []
+    for ref in sources:
+        if is_chinese(detect_locale(ref.text[:3000])) != zh_question or not terms:
+            foreign.append(ref.number)
+            continue
+        present = set(tokenize(f"{ref.title} {ref.text}"))
+        # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
+        # A word or two must be there in full ("solid-state" is not "United States"), a long CJK term by half.
+        share = sum(len(t) for t in terms if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t))) / total
+        weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
+    on_topic = any(w >= 0.85 for w in weights.values())
+    for rank, number in enumerate(foreign):
+        weights[number] = 0.1 if on_topic else max(0.3, 1.0 - 0.15 * rank)
+    return weights
+
+
 # ---------------------------------------------------------------- the engine
 
 
@@ -329,6 +390,17 @@ def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
     return [
         s for s in raw if isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("source"), int)
     ]
+
+
+def _language_note(sections: list[_Section], zh: bool) -> str:
+    """One line when most quoted sentences are in another language than the report."""
+    quoted = [s["text"] for section in sections for s in section.picked]
+    foreign = sum(is_chinese(detect_locale(text)) != zh for text in quoted)
+    if not quoted or foreign * 2 <= len(quoted):
+        return ""
+    if zh:
+        return "_说明：所引来源主要为英文，引文保留原文，未经翻译。_"
+    return "_Note: most sources are in Chinese; quotes are kept in their original language, untranslated._"
 
 
 def _cite(sentence: str, number: int, zh: bool) -> str:
@@ -472,7 +544,13 @@ class OfflineEngine:
         rank_query = " ".join([step.title, step.description, *terms])
         topic = set(tokenize(" ".join(terms)))
         words = re.findall(r"[\w'’-]+", f"{step.title} {step.description}")
-        words += [w for facet in _step_facets(step) for w in facet.hints.split()]
+        facets = _step_facets(step)
+        words += [w for facet in facets for w in facet.hints.split()]
+        if not facets or facets == [_FACET_BY_KEY["overview"]]:
+            # A step of no particular facet leans to what the question asks ("what limits …": challenges).
+            words += [w for facet in question_facets(ctx.question) for w in facet.hints.split()]
+        # The facet's words in both languages: sources in the other language still match the facet.
+        words += [w for facet in facets for w in f"{facet.query_en} {facet.query_zh}".split()]
         focus = " ".join(dict.fromkeys(w.lower() for w in words if set(tokenize(w)) - topic))
         return search_query, rank_query, focus
 
@@ -548,26 +626,23 @@ class OfflineEngine:
         candidates: list[tuple[str, int]] = []
         for ref in sources:
             candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
+        weights = _source_weights(ctx.question, locale, sources)
         if not candidates:
             raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
         ranked = rank_sentences(
             rank_query,
             candidates,
-            limit=self.sentences_per_step + 3,
+            limit=self.sentences_per_step * 2 + 2,
             locale=locale,
             per_source=self.per_source,
             focus=focus,
-            topic=key_terms(ctx.question, locale),
-            prior=_figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else None,
+            prior=_figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else _figures_bonus,
+            source_weight=weights,
+            diversity=0.3,
+            floor=0.35,
+            ignore=_shared_subject(ctx.question, locale, sources),
         )
-        # Sentences that only share the question's topic say nothing about this step's facet: keep
-        # them only to make up a minimum, so sections stay on their facet instead of repeating.
-        focus_tokens = set(tokenize(focus))
-        on_facet = [r for r in ranked if focus_tokens & set(tokenize(r.text))]
-        if focus_tokens and on_facet:
-            off_facet = [r for r in ranked if r not in on_facet][: max(0, self.min_sentences - len(on_facet))]
-            ranked = on_facet + off_facet
         fallback = not ranked
         if fallback:
             # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
@@ -675,34 +750,63 @@ class OfflineEngine:
         )
         emit(f"# {plan.title}\n\n{note}\n\n")
 
-        summary = self._summary(sections, style)
-        heading = "## 摘要" if zh else "## Summary"
-        if summary:
-            body = (
-                "".join(_cite(s["text"], s["source"], zh) for s in summary)
-                if zh
-                else " ".join(_cite(s["text"], s["source"], zh) for s in summary)
-            )
+        note_lang = _language_note(sections, zh)
+        if note_lang:
+            emit(f"{note_lang}\n\n")
+
+        findings = self._key_findings(ctx.question, sections, style)
+        heading = "## 主要发现" if zh else "## Key findings"
+        if findings:
+            body = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for _, s in findings)
         else:
-            body = "没有从来源中找到可用于摘要的句子。" if zh else "No source sentences were found to summarise."
+            body = (
+                "没有从来源中找到可用于回答问题的句子。"
+                if zh
+                else "No source sentences were found that answer the question."
+            )
         emit(f"{heading}\n\n{body}\n\n")
 
+        used = {id(s) for _, s in findings}
         for section in sections:
-            title, picked, report_md = section.title, section.picked, section.report_md
+            title, report_md = section.title, section.report_md
+            picked = [s for s in section.picked if id(s) not in used]
             if picked:
                 bullets = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for s in picked)
             elif section.extractive:
-                bullets = (
-                    "_本步骤找到的句子已在上文各节中列出。_"
-                    if zh
-                    else "_The sentences found for this step already appear in the sections above._"
-                )
+                continue  # everything it found is already shown above: no empty section
             else:  # a processing step, or a result without ranked sentences: its own text as is
-                bullets = report_md.strip() or ("本步骤没有结果。" if zh else "This step produced no findings.")
+                bullets = report_md.strip()
+                if not bullets:
+                    continue
             emit(f"## {title}\n\n{bullets}\n\n")
         for step in missing:
-            emit(f"## {step.title}\n\n{'本步骤没有结果。' if zh else 'This step produced no findings.'}\n\n")
+            emit(f"## {step.title}\n\n{'本步骤未能完成，没有结果。' if zh else 'This step did not complete.'}\n\n")
         return "".join(pieces)
+
+    @staticmethod
+    def _key_findings(
+        question: str, sections: list[_Section], style: str
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """One finding per facet: each section's best sentence, sections on what the question asks first.
+
+        Shorter styles get fewer findings. A section whose best sentence repeats an earlier finding
+        offers its next one.
+        """
+        size = {"social_media": 3, "news": 4}.get(style, 6)
+        asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
+        order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
+        chosen: list[tuple[str, dict[str, Any]]] = []
+        for index in order:
+            section = sections[index]
+            # The facet the question asks about ("what limits …": challenges) answers it: up to three findings.
+            want = 3 if section.title in asked else 1
+            for sentence in section.picked:
+                if want and not any(near_duplicate(sentence["text"], c["text"]) for _, c in chosen):
+                    chosen.append((section.title, sentence))
+                    want -= 1
+            if len(chosen) >= size:
+                break
+        return chosen[:size]
 
     def _assign(self, results: list[StepResult]) -> list[list[dict[str, Any]]]:
         """Share the sentences out between sections so that no two sections repeat each other.
@@ -723,25 +827,6 @@ class OfflineEngine:
                     assigned[index].append(sentence)
                     used.append(sentence["text"])
         return assigned
-
-    @staticmethod
-    def _summary(sections: list[_Section], style: str) -> list[dict[str, Any]]:
-        """The strongest sentences across steps: each section's best first, then the runners-up.
-
-        BM25 scores are only comparable within one step's corpus, so rank order (not raw score)
-        decides; shorter styles get shorter summaries.
-        """
-        size = {"social_media": 3, "news": 4}.get(style, 5)
-        chosen: list[dict[str, Any]] = []
-        depth = max((len(s.picked) for s in sections), default=0)
-        for rank in range(depth):
-            for section in sections:
-                picked = section.picked
-                if len(chosen) >= size:
-                    return chosen
-                if rank < len(picked) and not any(near_duplicate(picked[rank]["text"], c["text"]) for c in chosen):
-                    chosen.append(picked[rank])
-        return chosen
 
     # -- derived outputs
 

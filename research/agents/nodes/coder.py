@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from research.agents.citations import filter_citations, fix_figure_refs, strip_references_section
+from research.agents.clock import today_section
 from research.agents.nodes.budget import StepBudget
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -41,6 +42,7 @@ def process(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResul
         for part in (
             f"## Question\n{ctx.question.strip()}",
             f"## Locale\n{locale}",
+            today_section(),  # in the user turn: the system prefix stays cacheable
             plan_outline(plan, descriptions=False),
             prior_block(llm, prior, window // 3),
             step_block(step),

@@ -8,10 +8,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from research.agents.clock import today_section
 from research.agents.nodes.model import StructuredOutputError, require_model
 from research.agents.prompts import load_prompt
 from research.agents.text import detect_locale
-from research.agents.types import AgentContext, CoordinatorDecision
+from research.agents.types import MAX_CLARIFY_QUESTIONS, AgentContext, CoordinatorDecision
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ class CoordinatorReply(BaseModel):
     action: Literal["answer", "research", "clarify"]
     locale: str = ""
     answer: str = Field(default="", max_length=4000)
+    questions: list[str] = Field(default_factory=list, max_length=3)  # clarify: up to 3 short questions
 
 
 def coordinate(ctx: AgentContext) -> CoordinatorDecision:
@@ -33,12 +35,18 @@ def coordinate(ctx: AgentContext) -> CoordinatorDecision:
     forced = str(ctx.options.get("locale") or "").strip()
     if forced == "auto" or not LOCALE_TAG.match(forced):  # "auto": the question decides
         forced = ""
-    clarify_allowed = bool(ctx.options.get("clarify"))
+    # Clarify once: after the user answered (or skipped), the job goes on to planning.
+    clarify_allowed = bool(ctx.options.get("clarify")) and "clarifications" not in ctx.options
+    # Files were asked for, or the user pressed "Research it anyway": a report is expected.
+    report_expected = (any(o != "md" for o in ctx.options.get("outputs", ["md"]))
+                       or ctx.options.get("direct_answer") is False)
     messages = [
         {"role": "system", "content": load_prompt("coordinator", detected)},
         {
             "role": "user",
-            "content": f"## Clarification allowed\n{'yes' if clarify_allowed else 'no'}\n\n## Question\n{question}",
+            "content": f"## Clarification allowed\n{'yes' if clarify_allowed else 'no'}\n\n"
+                       f"## Report expected\n{'yes' if report_expected else 'no'}\n\n## Question\n{question}"
+                       f"\n\n{today_section()}",  # in the user turn: the system prefix stays cacheable
         },
     ]
     try:
@@ -52,8 +60,9 @@ def coordinate(ctx: AgentContext) -> CoordinatorDecision:
     answer = reply.answer.strip()
     if reply.action == "answer" and answer:
         return CoordinatorDecision("answer", locale, answer)
-    if reply.action == "clarify" and clarify_allowed and answer:
-        return CoordinatorDecision("clarify", locale, answer)
+    questions = [q.strip() for q in reply.questions if q.strip()][:MAX_CLARIFY_QUESTIONS]
+    if reply.action == "clarify" and clarify_allowed and (questions or answer):
+        return CoordinatorDecision("clarify", locale, answer or questions[0], questions=questions or [answer])
     return CoordinatorDecision("research", locale)
 
 

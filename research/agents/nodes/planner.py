@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from research.agents.clock import today_section
 from research.agents.graph import normalize_plan
 from research.agents.nodes.model import EngineError, StructuredOutputError, require_model, truncate_tokens
 from research.agents.prompts import load_prompt
 from research.agents.text import detect_locale
-from research.agents.types import AgentContext, Plan, PlanStep
+from research.agents.types import AgentContext, Plan, PlanStep, clarifications_text
 
 
 def plan(
@@ -23,11 +24,14 @@ def plan(
     parts = [
         f"## Question\n{ctx.question.strip()}",
         f"## Locale\n{locale}",
+        today_section(),  # in the user turn: the system prefix stays cacheable
         f"## Maximum number of steps\n{max_steps}",
     ]
     if background.strip():
         fitted = truncate_tokens(llm, background.strip(), max(500, llm.context_window() // 4))
         parts.append(f"## Background (quick search results)\n{fitted}")
+    if clarified := clarifications_text(ctx.options):
+        parts.append(clarified + "\nPlan for what these answers ask for.")
     if previous is not None:
         parts.append("## Previous plan\n```json\n" + previous.model_dump_json(indent=2) + "\n```")
     if feedback.strip():

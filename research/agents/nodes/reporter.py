@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from research.agents.citations import ensure_title, fix_figure_refs, strip_references_section
+from research.agents.clock import today_section
 from research.agents.nodes.messages import plan_outline
 from research.agents.nodes.model import ANSWER_RESERVE, EngineError, fit_texts, require_model
 from research.agents.prompts import load_fragment, load_prompt
@@ -36,6 +37,7 @@ def report(
         for part in (
             f"## Question\n{ctx.question.strip()}",
             f"## Locale\n{locale}",
+            today_section(),  # in the user turn: the system prefix stays cacheable
             f"## Style\n{style}",
             plan_outline(plan),
             "## Sources (cite only these numbers)\n" + (source_lines or "(none)"),

@@ -10,7 +10,8 @@ from typing import Any
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.citations import filter_citations, strip_references_section
-from research.agents.nodes.budget import StepBudget
+from research.agents.clock import today_section
+from research.agents.nodes.budget import StepBudget, round_seconds
 from research.agents.nodes.messages import (
     allowed_from_prior,
     assistant_tool_message,
@@ -175,6 +176,7 @@ def research(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResu
         for part in (
             f"## Question\n{ctx.question.strip()}",
             f"## Locale\n{locale}",
+            today_section(),  # in the user turn: the system prefix stays cacheable
             plan_outline(plan, descriptions=False),
             prior_block(llm, prior, window // 4),
             step_block(step),
@@ -193,7 +195,7 @@ def research(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResu
     stop = ""
     while True:
         ctx.check_cancelled()
-        stop = budget.exhausted()
+        stop = budget.exhausted(round_s=round_seconds(llm))
         if stop:
             break
         budget.rounds += 1

@@ -20,20 +20,17 @@ logger = logging.getLogger(__name__)
 
 
 def podcast_script(ctx: AgentContext, report_md: str) -> PodcastScript:
-    from research.render.derive import podcast_script_from_markdown
+    from research.render.derive import script_from_model  # repaired before TTS, or derived from the report
 
     llm = require_model(ctx)
     locale = detect_locale(report_md[:4000], default=ctx.locale or "en-US")
     messages = _messages(llm, "podcast", locale, report_md, ctx.figures())
+    script: PodcastScript | None = None
     try:
         script = llm.structured(messages, PodcastScript, agent="podcast")
     except StructuredOutputError as exc:
         logger.warning("podcast script from the model failed (%s); deriving it from the report", exc)
-        return podcast_script_from_markdown(report_md, locale=locale)
-    lines = [line for line in script.lines if line.text.strip()]
-    if not lines:
-        return podcast_script_from_markdown(report_md, locale=locale)
-    return script.model_copy(update={"locale": locale, "lines": lines})
+    return script_from_model(script, report_md, locale=locale)
 
 
 def slide_outline(ctx: AgentContext, report_md: str) -> SlideOutline:

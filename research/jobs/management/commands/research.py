@@ -44,6 +44,8 @@ class Command(BaseCommand):
         parser.add_argument("--engine", default=settings.DEFAULT_ENGINE, choices=["llm", "offline", "auto"])
         parser.add_argument("--kb", default=None, help="knowledge base name")
         parser.add_argument("--no-web", action="store_true", help="search only the knowledge base")
+        parser.add_argument("--no-direct-answer", action="store_true",
+                            help="always research and write a report, never a short direct answer")
         parser.add_argument("--user", default=None, help="owner of the job (default: a 'cli' user)")
         parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
         parser.add_argument("--detach", action="store_true", help="queue the job and return at once")
@@ -64,7 +66,8 @@ class Command(BaseCommand):
         options = {
             "outputs": opts["outputs"], "style": opts["style"], "locale": opts["locale"],
             "max_steps": opts["max_steps"], "engine": opts["engine"], "auto_accept": auto_accept,
-            "kb": kb_id, "web": not opts["no_web"],
+            "kb": kb_id, "web": not opts["no_web"], "direct_answer": not opts["no_direct_answer"],
+            "clarify": False,  # nobody answers questions on the command line
         }
         with infrastructure(detach=opts["detach"], echo=True):
             try:

@@ -1,0 +1,1 @@
+"""The JSON API (/api/v1/, django-ninja) and its per-user tokens."""

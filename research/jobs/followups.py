@@ -1,0 +1,136 @@
+"""Follow-up questions on a finished job: ask (user side), answer (worker side), fold into a new report version."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from research.agents.types import SourceRef
+from research.jobs.dispatch import enqueue_followup
+from research.jobs.events import event_emit
+from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
+from research.jobs.services import InvalidAction, report_edit
+
+MAX_FOLLOWUP_CHARS = 2000
+
+
+def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
+    question = (question or "").replace("\r\n", "\n").strip()
+    if not question:
+        raise ValidationError(_("Please type a question."))
+    if len(question) > MAX_FOLLOWUP_CHARS:
+        raise ValidationError(_("A follow-up may have at most %(n)d characters.") % {"n": MAX_FOLLOWUP_CHARS})
+    if job.status != JobStatus.DONE or not job.report_versions.exists():
+        raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    with transaction.atomic():
+        last = job.followups.order_by("-number").values_list("number", flat=True).first() or 0
+        followup = FollowUp.objects.create(job=job, number=last + 1, question=question)
+        event_emit(job_id=job.pk, type="followup.asked", payload={"number": followup.number, "question": question})
+        enqueue_followup(followup.pk)
+    return followup
+
+
+class _Deltas:
+    """Batch answer tokens into followup.delta events (at most ~4 a second), like the report's."""
+
+    def __init__(self, job_id: int, number: int) -> None:
+        self.job_id, self.number = job_id, number
+        self.buf: list[str] = []
+        self.last = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        if text:
+            self.buf.append(text)
+            if sum(map(len, self.buf)) >= 400 or time.monotonic() - self.last >= 0.25:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            event_emit(job_id=self.job_id, type="followup.delta", payload={"number": self.number,
+                                                                           "text": "".join(self.buf)})
+            self.buf = []
+        self.last = time.monotonic()
+
+
+def report_in_registry_numbers(*, job: ResearchJob, markdown: str) -> str:
+    """The report body with its citations written as registry numbers (Source.number), without references.
+
+    Final reports number their references 1..n (research.agents.verify); the follow-up answer cites
+    registry numbers, so both are brought to one numbering before they meet.
+    """
+    from research.agents.citations import CITATION, _numbers, _segments, strip_references_section
+    from research.agents.verify import citation_targets
+
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    targets = citation_targets(markdown, sources)
+
+    def sub(match: re.Match[str]) -> str:
+        numbers = [targets[n].number for n in _numbers(match.group(2)) if n in targets]
+        return match.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(numbers)) if numbers else ""
+
+    body = strip_references_section(markdown)
+    return "".join(seg if code else CITATION.sub(sub, seg) for seg, code in _segments(body)).rstrip()
+
+
+def followup_run(*, followup_id: int) -> None:
+    """Worker side: answer with the job's report and sources (maybe after a small research round)."""
+    from research.agents.nodes.followup import answer_followup
+    from research.jobs.context import JobContext
+    from research.jobs.selectors import report_latest
+
+    with transaction.atomic():
+        claimed = FollowUp.objects.filter(pk=followup_id, status=OutputStatus.PENDING).update(
+            status=OutputStatus.RUNNING)
+    if not claimed:
+        return  # already answered, or running elsewhere
+    followup = FollowUp.objects.select_related("job").get(pk=followup_id)
+    job = followup.job
+    report = report_latest(job=job)
+    ctx = JobContext(job, step_id=None)
+    batcher = _Deltas(job.pk, followup.number)
+    try:
+        final, added = answer_followup(
+            ctx, question=followup.question,
+            report_md=report_in_registry_numbers(job=job, markdown=report.markdown) if report else "",
+            on_delta=batcher)
+        batcher.flush()
+    except Exception as exc:  # shown as a failure on the page, never as an empty answer
+        FollowUp.objects.filter(pk=followup_id).update(status=OutputStatus.FAILED, error=str(exc)[:2000],
+                                                       finished_at=timezone.now())
+        event_emit(job_id=job.pk, type="followup.failed", payload={"number": followup.number, "error": str(exc)[:500]})
+        return
+    with transaction.atomic():
+        FollowUp.objects.filter(pk=followup_id).update(status=OutputStatus.DONE, answer=final.markdown,
+                                                       added_sources=added, finished_at=timezone.now())
+        event_emit(job_id=job.pk, type="followup.done",
+                   payload={"number": followup.number, "cited": final.cited, "removed_citations": final.removed,
+                            "added_sources": added})
+
+
+def followup_fold(*, job: ResearchJob, number: int) -> int:
+    """Add the answer to the report as a new section, save a new version and re-render the outputs."""
+    followup = job.followups.filter(number=number).first()
+    if followup is None or followup.status != OutputStatus.DONE:
+        raise InvalidAction(_("This follow-up has no answer yet."))
+    if followup.folded_into:
+        raise InvalidAction(_("This answer is already in the report."))
+    from research.agents.citations import strip_references_section
+    from research.jobs.selectors import report_latest
+
+    report = report_latest(job=job)
+    if report is None:
+        raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    body = report_in_registry_numbers(job=job, markdown=report.markdown)
+    answer = strip_references_section(followup.answer).strip()  # cites registry numbers already
+    merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
+    # Without a references list report_edit reads registry numbers, checks the cited claims and
+    # writes one references list for the whole report, renumbered 1..n.
+    version = report_edit(job=job, markdown=merged)
+    FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
+    return version.number

@@ -1,0 +1,29 @@
+"""Report edits go through research.agents.verify before they are saved."""
+
+from __future__ import annotations
+
+import pytest
+
+from research.jobs import services
+from research.jobs.models import JobStatus, ResearchJob, Source
+
+pytestmark = pytest.mark.django_db
+
+
+def test_report_edit_drops_unknown_citations_and_unregistered_links(alice):
+    job = services.job_create(user=alice, question="What limits solid-state batteries?", options={"engine": "offline"})
+    Source.objects.create(job=job, number=4, url="https://batteries.example/ssb", title="SSB",
+                          text="Cells must be made in dry rooms.", text_hash="x")
+    services.report_version_create(job=job, markdown="# R\n\nCells must be made in dry rooms [4].\n", author="reporter")
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+    job.refresh_from_db()
+    edited = (
+        "# R\n\nCells must be made in dry rooms [4]. A [trial](https://elsewhere.example/t) says more [9].\n"
+    )
+    version = services.report_edit(job=job, markdown=edited)
+    assert "[9]" not in version.markdown and "elsewhere.example" not in version.markdown
+    assert "Cells must be made in dry rooms [1]." in version.markdown
+    assert "- [1] [SSB](https://batteries.example/ssb)" in version.markdown
+    event = job.events.filter(type="report.ready").order_by("-id").first()
+    assert event is not None and event.payload["check"]["removed_links"] == 1
+    assert event.payload["check"]["removed_citations"] == 1
