@@ -146,7 +146,9 @@ REDIS_EMBEDDED = not env_str("REDIS_URL", "")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 5000, "expiry": 60},
+        # redis-py 8 reads with a 5 s socket timeout by default, the same as channels_redis's 5 s blocking
+        # pop: under load the pop's empty reply lands just after 5 s and the consumer dies (close 1011).
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 5000, "expiry": 60},
     }
 }
 
