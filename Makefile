@@ -45,7 +45,9 @@ test: setup
 	$(VENV)/bin/mypy research
 	$(PY) scripts/import_graph.py --quiet
 	$(MAKE) --no-print-directory check-deploy
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS) --ignore=tests/integration --ignore=tests/faults --ignore=tests/scale
+	# The suites that run real workers use a private PostgreSQL, as production does (tests/support/postgres.py).
+	TEST_DATABASE=postgres $(VENV)/bin/pytest -q $(PYTEST_ARGS) tests/integration tests/faults tests/scale
 
 # Whole jobs against a real model server (llama-cpp-python + SmolLM2-135M); see README "Models".
 test-models: setup

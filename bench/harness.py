@@ -144,10 +144,13 @@ class RssSampler:
 
 
 class Stack:
-    def __init__(self, *, keep: bool = False, verbose: bool = True, server: Path | None = None) -> None:
+    def __init__(self, *, keep: bool = False, verbose: bool = True, server: Path | None = None,
+                 database: str = "sqlite") -> None:
         self.keep = keep
         self.server = server or ROOT / "bench" / "model_server.py"  # prints {"llm": ..., "site": ...}
         self.verbose = verbose
+        self.database = database  # sqlite (one file) | postgres (a private server, as in production)
+        self.postgres: Any = None  # tests.support.postgres.PostgresServer
         self.dir = Path(tempfile.mkdtemp(prefix="research-bench-"))
         self.env: dict[str, str] = {}
         self.redis: subprocess.Popen[bytes] | None = None
@@ -179,9 +182,21 @@ class Stack:
         self.llm_url, self.site_url = info["llm"], info["site"]
         for name in _FOREIGN_ENV:
             os.environ.pop(name, None)
+        database_url = f"sqlite:///{self.dir / 'bench.sqlite3'}"
+        if self.database == "postgres":
+            from tests.support.postgres import PostgresServer
+
+            self.postgres = PostgresServer(self.dir / "pg", runtime.free_port()).start()
+            self.postgres.wait_ready()
+            import psycopg
+
+            with psycopg.connect(self.postgres.url("postgres"), autocommit=True) as conn:
+                conn.execute("CREATE DATABASE bench")
+            database_url = self.postgres.url("bench")
+            self.log(f"PostgreSQL on port {self.postgres.port}")
         self.env = {
             "DJANGO_SETTINGS_MODULE": "research.settings",
-            "DATABASE_URL": f"sqlite:///{self.dir / 'bench.sqlite3'}",
+            "DATABASE_URL": database_url,
             "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
             "OUTPUTS_DIR": str(self.dir / "outputs"),
             "TEST_RUN_DIR": str(self.dir),  # where tests.support.procs writes worker and daphne logs
@@ -239,6 +254,9 @@ class Stack:
             connections.close_all()
         except Exception:
             pass
+        if self.postgres is not None:
+            self.postgres.stop()
+            self.postgres = None
         if self.keep:
             self.log(f"kept {self.dir}")
         else:

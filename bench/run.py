@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py                          # everything (`make bench`), ~6 minutes on 2 cores
     .venv/bin/python bench/run.py --only scale,stream      # `make stress`
+    .venv/bin/python bench/run.py --only scale --database postgres   # jobs/min on PostgreSQL (scale_pg)
     .venv/bin/python bench/run.py --smoke --out /tmp/r.json  # tiny sizes, seconds (the test suite runs this)
 
 Everything is set up from nothing in a temporary directory (see bench/harness.py); nothing outside
@@ -116,6 +117,14 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                                                                              f"({c['ratio']:.2f}×)", ""),
             ("scale", "peak worker RSS (parent + children)", f"{c['peak_worker_rss_mb']:.0f} MB", ""),
         ]
+    p = results.get("scale_pg")
+    if p:
+        rows += [
+            ("scale (PostgreSQL)", f"jobs/min, 1 worker × {p['concurrency_per_worker']}",
+             f"{p['jobs_per_min_1_worker']:.1f}", ""),
+            ("scale (PostgreSQL)", f"jobs/min, 2 workers × {p['concurrency_per_worker']}",
+             f"{p['jobs_per_min_2_workers']:.1f} ({p['ratio']:.2f}×)", ""),
+        ]
     t = results.get("tokens")
     if t and t.get("runs"):
         per = ", ".join(f"{r['steps']}: {r['total_tokens']:,}" for r in t["runs"])
@@ -139,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results file (default bench/results.json)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, database)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
+                        help="postgres: a private PostgreSQL (Debian's package) for the stack; results of the "
+                             "scale section are stored as scale_pg")
     args = parser.parse_args(argv)
 
     only = [s.strip() for s in args.only.split(",") if s.strip()] or list(SECTIONS)
@@ -161,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     started_all = time.monotonic()
 
-    stack = Stack(keep=args.keep, verbose=not args.quiet)
+    stack = Stack(keep=args.keep, verbose=not args.quiet, database=args.database)
+    suffix = "_pg" if args.database == "postgres" else ""
     tables: dict[str, Callable[[dict[str, Any]], list[tuple[str, str]]]] = {
         "render": bench_render.table, "orchestration": bench_orchestration.table, "tokens": bench_tokens.table,
         "stream": bench_stream.table, "scale": bench_scale.table,
@@ -193,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                 result = bench_stream.run(stack, **params["stream"])
             else:
                 result = bench_scale.run(stack, **params["scale"])
-            results[name] = result
-            ran_at[name] = datetime.now(UTC).isoformat(timespec="seconds")
-            durations[name] = round(time.monotonic() - started, 1)
+            results[name + suffix] = result
+            ran_at[name + suffix] = datetime.now(UTC).isoformat(timespec="seconds")
+            durations[name + suffix] = round(time.monotonic() - started, 1)
             print_table(name, tables[name](result))
     finally:
         stack.stop()

@@ -159,11 +159,11 @@ def main() -> int:
     redis_url = os.environ.get("REDIS_URL", "")
     if not redis_url:
         redis_url = runtime.default_redis_url(BASE_DIR)
-        if runtime.redis_alive(redis_url):
-            print(f"[run] using the Redis already running at {redis_url}", flush=True)
+        if runtime.redis_is_ours(BASE_DIR, redis_url):
+            print(f"[run] using this app's Redis already running at {redis_url}", flush=True)
         else:
             print(f"[run] starting embedded Redis at {redis_url}", flush=True)
-            redis = runtime.start_embedded_redis(BASE_DIR)
+            redis = runtime.start_embedded_redis(BASE_DIR, port=runtime.url_port(redis_url))
     elif not runtime.redis_alive(redis_url):
         print(f"[run] REDIS_URL={redis_url} does not answer", file=sys.stderr)
         return 2

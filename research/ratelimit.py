@@ -55,6 +55,20 @@ class RateLimited(Exception):
         self.verdict = verdict
 
 
+def rate_window_text(rate: str) -> str:
+    """The window of a rate such as "30/h" or "10/15m" in words ("60 minutes", "15 minutes", "1 day")."""
+    period = rate.partition("/")[2].strip() or "s"
+    count = int(period[:-1] or 1) if period[:-1].isdigit() else 1
+    seconds = count * {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(period[-1], 1)
+    if seconds < 60:
+        return _("%(n)d seconds") % {"n": seconds}
+    if seconds <= 2 * 3600:
+        return _("%(n)d minutes") % {"n": seconds // 60}
+    if seconds < 2 * 86400:
+        return _("%(n)d hours") % {"n": seconds // 3600}
+    return _("%(n)d days") % {"n": seconds // 86400}
+
+
 def ratelimit_hit(*, scope: str, key: str, rate: str) -> Verdict:
     """Count one use of `scope` by `key` (an account, an IP) and say whether it is allowed.
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import socket
 import subprocess
 import time
@@ -17,8 +19,60 @@ def run_dir(base_dir: Path) -> Path:
     return path
 
 
-def default_redis_url(base_dir: Path) -> str:
-    return f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
+# The embedded Redis proves it is this checkout's: .run/redis.json holds its URL and a random token that
+# start_embedded_redis also stored in the server under IDENTITY_KEY. Another app's Redis on the same port
+# lacks the token, so it is never taken for ours.
+IDENTITY_KEY = "deep-research:instance"
+
+
+def _identity_file(base_dir: Path) -> Path:
+    return base_dir / ".run" / "redis.json"
+
+
+def url_port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+def redis_is_ours(base_dir: Path, url: str | None = None, timeout: float = 0.5) -> bool:
+    """True when the Redis named by .run/redis.json (or `url`) answers with this checkout's token."""
+    import redis
+
+    try:
+        record = json.loads(_identity_file(base_dir).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(record, dict) or (url is not None and record.get("url") != url):
+        return False
+    try:
+        client = redis.Redis.from_url(str(record.get("url")), socket_timeout=timeout, socket_connect_timeout=timeout)
+        stored = client.get(IDENTITY_KEY)
+    except Exception:
+        return False
+    if not isinstance(stored, bytes):
+        return False
+    return secrets.compare_digest(stored, str(record.get("token", "")).encode())
+
+
+def default_redis_url(base_dir: Path, port: int | None = None) -> str:
+    """The embedded Redis's URL: the running one that proves it is ours, else a port to start one on
+    (EMBEDDED_REDIS_PORT when nothing listens there, else any free port)."""
+    if redis_is_ours(base_dir):
+        return str(json.loads(_identity_file(base_dir).read_text())["url"])
+    wanted = port or int(os.environ.get("EMBEDDED_REDIS_PORT", str(EMBEDDED_REDIS_PORT)))
+    return f"redis://127.0.0.1:{wanted if port_free(wanted) else free_port()}/0"
+
+
+def _register(base_dir: Path, url: str) -> None:
+    import redis
+
+    token = secrets.token_hex(16)
+    redis.Redis.from_url(url).set(IDENTITY_KEY, token)
+    path = _identity_file(base_dir)
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"url": url, "token": token, "pid": os.getpid()}))
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
 
 
 def redis_alive(url: str, timeout: float = 0.5) -> bool:
@@ -56,7 +110,10 @@ def free_port() -> int:
 def start_embedded_redis(
     base_dir: Path, port: int = EMBEDDED_REDIS_PORT, data_dir: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start a Redis server on 127.0.0.1:port with its data under .run/ (or data_dir)."""
+    """Start a Redis server on 127.0.0.1:port with its data under .run/ (or data_dir).
+
+    The app's own (no data_dir) is registered in .run/redis.json so later commands find it (default_redis_url).
+    """
     data = data_dir or run_dir(base_dir) / f"redis-{port}"
     data.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
@@ -76,6 +133,8 @@ def start_embedded_redis(
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if redis_alive(url):
+            if data_dir is None:
+                _register(base_dir, url)
             return proc
         if proc.poll() is not None:
             raise RuntimeError(f"embedded redis exited with {proc.returncode}")

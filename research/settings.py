@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -109,6 +110,34 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True  # serve static/ without collectstatic on one machine
 MEDIA_ROOT = Path(env_str("OUTPUTS_DIR", str(BASE_DIR / "outputs"))).resolve()
 MEDIA_URL = "/media-not-served/"
+# Files (artifacts, figures, uploads, knowledge-base documents) go through Django's storage API, so web
+# and workers on different hosts share them: the local disk under OUTPUTS_DIR by default, an
+# S3-compatible bucket (MinIO, S3, ...) with STORAGE_BACKEND=s3. OUTPUTS_DIR then holds only temp files.
+STORAGE_BACKEND = env_str("STORAGE_BACKEND", "filesystem")  # filesystem | s3
+if STORAGE_BACKEND == "s3":
+    _default_storage: dict[str, Any] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env_str("S3_BUCKET", "research"),
+            "endpoint_url": env_str("S3_ENDPOINT_URL", "") or None,
+            "access_key": env_str("S3_ACCESS_KEY_ID", ""),
+            "secret_key": env_str("S3_SECRET_ACCESS_KEY", ""),
+            "region_name": env_str("S3_REGION", "us-east-1"),
+            "addressing_style": "path",  # MinIO and other self-hosted servers
+            "signature_version": "s3v4",
+            "default_acl": None,
+            "querystring_auth": True,
+            "querystring_expire": 300,
+            "file_overwrite": True,  # a re-render replaces its file under the same name
+        },
+    }
+else:
+    _default_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                        "OPTIONS": {"allow_overwrite": True}}  # location: MEDIA_ROOT
+STORAGES = {
+    "default": _default_storage,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 # --- Redis, Celery, Channels -------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "") or default_redis_url(BASE_DIR)
@@ -117,7 +146,9 @@ REDIS_EMBEDDED = not env_str("REDIS_URL", "")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 5000, "expiry": 60},
+        # redis-py 8 reads with a 5 s socket timeout by default, the same as channels_redis's 5 s blocking
+        # pop: under load the pop's empty reply lands just after 5 s and the consumer dies (close 1011).
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 5000, "expiry": 60},
     }
 }
 
@@ -222,6 +253,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG and env_bool("SECURE_PRODUCTION", False):
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # container health checks speak plain HTTP on loopback
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)

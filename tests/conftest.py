@@ -51,6 +51,63 @@ from tests.support.procs import AsgiServer, RedisServer, WorkerProcess, base_env
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> Iterator[None]:
+    """With TEST_DATABASE=postgres, a private PostgreSQL is up before pytest-django creates the test database."""
+    if os.environ.get("TEST_DATABASE", "sqlite") != "postgres":
+        yield
+        return
+    from pathlib import Path
+
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer(Path(os.environ["TEST_RUN_DIR"]) / "pg", int(os.environ["TEST_PG_PORT"]))
+    try:
+        server.start()
+        server.wait_ready()
+        yield
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_retries_deadlocks() -> Iterator[None]:
+    """On PostgreSQL, the TRUNCATE that empties the database after a transactional test can deadlock with a
+    query of a worker the test left running (the reaper, a late event); PostgreSQL then aborts one of them.
+    Retry the flush: the worker's query finishes and the next TRUNCATE goes through."""
+    if os.environ.get("TEST_DATABASE", "sqlite") != "postgres":
+        yield
+        return
+    import time
+
+    from django.core.management.base import CommandError
+    from django.db import OperationalError
+    from django.test import testcases
+
+    original = testcases.TransactionTestCase._fixture_teardown
+
+    def teardown(self: testcases.TransactionTestCase) -> None:
+        for attempt in range(6):
+            try:
+                original(self)
+                return
+            except (CommandError, OperationalError) as exc:
+                if "deadlock" not in f"{exc} {exc.__cause__}" or attempt == 5:
+                    raise
+                time.sleep(0.5)
+
+    testcases.TransactionTestCase._fixture_teardown = teardown  # type: ignore[method-assign]
+    yield
+    testcases.TransactionTestCase._fixture_teardown = original  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request) -> bool:
+    """On PostgreSQL the cluster dies with the session: skip DROP DATABASE, which a straggling child's open
+    connection would block."""
+    return os.environ.get("TEST_DATABASE", "sqlite") == "postgres" or bool(request.config.getvalue("reuse_db"))
+
+
+@pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer(os.environ["REDIS_URL"]).start()
     yield server

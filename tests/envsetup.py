@@ -8,8 +8,8 @@ from pathlib import Path
 
 _RUN = Path(tempfile.mkdtemp(prefix="research-tests-"))
 os.environ["TEST_RUN_DIR"] = str(_RUN)
-os.environ["TEST_DB_NAME"] = str(_RUN / "test.sqlite3")
 os.environ.setdefault("OUTPUTS_DIR", str(_RUN / "outputs"))
+os.environ["STORAGE_BACKEND"] = "filesystem"  # tests that need S3 start their own server (tests/scale)
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
 os.environ.setdefault("FETCH_ALLOW_LOOPBACK", "1")
 os.environ.setdefault("TTS_BACKEND", "espeak")
@@ -36,3 +36,16 @@ def _free_port() -> int:
 
 # A Redis server for the tests is started on this port by the `redis_server` fixture.
 os.environ["REDIS_URL"] = f"redis://127.0.0.1:{_free_port()}/0"
+
+# The database: SQLite (a file the test processes share) unless TEST_DATABASE=postgres, which `make test`
+# sets for the suites that run real workers. Then the `django_db_modify_db_settings` fixture starts a
+# private PostgreSQL on this port with its data under the run dir (tests/support/postgres.py).
+if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
+    _PG_PORT = _free_port()
+    os.environ["TEST_PG_PORT"] = str(_PG_PORT)
+    os.environ["DATABASE_URL"] = f"postgres://research@127.0.0.1:{_PG_PORT}/research"
+    os.environ["TEST_DB_NAME"] = "research_test"
+    os.environ["TEST_CHILD_DATABASE_URL"] = f"postgres://research@127.0.0.1:{_PG_PORT}/research_test"
+else:
+    os.environ["TEST_DB_NAME"] = str(_RUN / "test.sqlite3")
+    os.environ["TEST_CHILD_DATABASE_URL"] = f"sqlite:///{_RUN / 'test.sqlite3'}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import NinjaAPI
 
 from research.api import schemas
@@ -219,12 +219,10 @@ def job_events_stream(request: HttpRequest, job_id: int, after: int = 0) -> Stre
 @api.get("/jobs/{job_id}/files/{path:name}", response={200: None, 404: schemas.ErrorOut}, tags=["files"],
          summary="Download one of the job's files (streamed)")
 def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileResponse:
-    art = selectors.artifact_get_for_user(user=api_user(request), job_id=job_id, name=name)
-    root = (Path(settings.MEDIA_ROOT) / "jobs" / str(job_id)).resolve()
-    path = Path(art.file.path).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        raise Http404("No such file")
-    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    response = FileResponse(path.open("rb"), as_attachment=True, filename=path.name, content_type=content_type)
+    # The web's download path (owner check, then a stream from the storage: local disk or S3).
+    art, handle = selectors.artifact_open_for_download(user=api_user(request), job_id=job_id, name=name)
+    filename = Path(art.name).name
+    content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    response = FileResponse(handle, as_attachment=True, filename=filename, content_type=content_type)
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl, BaseModel, Field
 
 from research.api.selectors import job_detail
-from research.jobs import selectors, services
+from research.jobs import selectors, services, storage
 from research.jobs.models import JobStatus, ResearchJob
 
 POLL_S = 1.0
@@ -58,7 +58,7 @@ class TokenVerifier:
 
 
 def _file_links(job: ResearchJob, detail: dict[str, Any], base_url: str) -> list[dict[str, Any]]:
-    paths = {a.name: a.file.path for a in job.artifacts.all()}
+    paths = {a.name: storage.file_location(str(a.file.name)) for a in job.artifacts.all()}  # path or s3://
     return [
         {"name": a["name"], "kind": a["kind"], "size": a["size"], "api_url": base_url + a["url"],
          "web_url": f"{base_url}/jobs/{job.pk}/files/{a['name']}", "path": paths.get(a["name"], "")}

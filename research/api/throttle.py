@@ -1,25 +1,31 @@
-"""Per-token request rate for the API (settings.API_RATE, e.g. "120/m").
+"""Per-account request rate for the API (settings.API_RATE, e.g. "120/m").
 
-django-ninja's AuthRateThrottle keeps its history in Django's cache, so the limit holds per cache
-(per process with the default local-memory cache, shared across processes with a Redis cache).
+Counted by the app's one rate limiter (research.ratelimit: an atomic counter in Redis shared by every web
+process), so the limit holds across processes and hosts, like the web UI's limits.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.http import HttpRequest
-from ninja.throttling import AuthRateThrottle
+from ninja.throttling import BaseThrottle
+
+from research.ratelimit import ratelimit_hit
 
 
-class ApiThrottle(AuthRateThrottle):
-    scope = "api"
-
+class ApiThrottle(BaseThrottle):
     def __init__(self) -> None:
-        super().__init__(settings.API_RATE)
+        self._retry_after = 0
 
     def allow_request(self, request: HttpRequest) -> bool:
-        # Read the setting on each request, so a changed setting (or a test override) applies at once.
-        if self.rate != settings.API_RATE:
-            self.rate = settings.API_RATE
-            self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request)
+        user: Any = getattr(request, "auth", None)
+        key = f"user:{user.pk}" if getattr(user, "pk", None) else f"ip:{self.get_ident(request)}"
+        verdict = ratelimit_hit(scope="api", key=key, rate=settings.API_RATE)
+        self._retry_after = verdict.retry_after
+        return verdict.allowed
+
+    def wait(self) -> float | None:
+        # Read right after allow_request by ninja for the Retry-After header.
+        return float(self._retry_after) if self._retry_after else None

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,21 @@ from django.urls import reverse
 from research.jobs.models import Artifact, ResearchJob
 
 PDF_PREVIEW_PAGES = 3
+
+
+@contextmanager
+def _local_copy(art: Artifact) -> Iterator[Path]:
+    """The artifact as a local file: its own path on the local disk, else a temp copy from the storage."""
+    try:
+        yield Path(art.file.path)
+        return
+    except NotImplementedError:  # object storage has no local path
+        pass
+    suffix = Path(art.name).suffix
+    with tempfile.NamedTemporaryFile(suffix=suffix) as tmp, art.file.open("rb") as source:
+        shutil.copyfileobj(source, tmp)
+        tmp.flush()
+        yield Path(tmp.name)
 
 
 def _clock(seconds: float) -> str:
@@ -50,8 +69,9 @@ def pdf_thumbnails(job: ResearchJob, art: Artifact) -> list[str]:
     if not existing:
         out.mkdir(parents=True, exist_ok=True)
         try:
-            subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", str(PDF_PREVIEW_PAGES),
-                            art.file.path, str(out / stamp)], check=True, timeout=60, capture_output=True)
+            with _local_copy(art) as pdf:
+                subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", str(PDF_PREVIEW_PAGES),
+                                str(pdf), str(out / stamp)], check=True, timeout=60, capture_output=True)
         except (OSError, subprocess.SubprocessError):
             return []
         existing = sorted(out.glob(f"{stamp}-*.png"))
@@ -62,7 +82,8 @@ def slide_titles(art: Artifact) -> list[str]:
     from pptx import Presentation
 
     try:
-        deck = Presentation(art.file.path)
+        with _local_copy(art) as path:
+            deck = Presentation(str(path))
     except Exception:  # a broken deck shows no preview; the download still works
         return []
     titles = []
@@ -77,8 +98,13 @@ def job_media(*, job: ResearchJob) -> dict[str, Any]:
     media: dict[str, Any] = {}
     if "podcast" in arts:
         a = arts["podcast"]
+        try:
+            with _local_copy(a) as mp3:
+                chapters = podcast_chapters(mp3)
+        except OSError:
+            chapters = []
         media["podcast"] = {"url": reverse("artifact_download", args=[job.pk, a.name]) + "?inline=1",
-                            "chapters": podcast_chapters(Path(a.file.path))}
+                            "chapters": chapters}
     if "pdf" in arts:
         media["pdf"] = pdf_thumbnails(job, arts["pdf"])
     if "pptx" in arts:

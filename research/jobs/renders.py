@@ -6,14 +6,14 @@ services.renders_queue() queues them; the last render to end moves the job to do
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
-from research.jobs.artifacts import artifact_save_file, job_dir
+from research.jobs import storage
+from research.jobs.artifacts import artifact_save_file
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
 from research.jobs.leases import lease_deadline, lease_kept
@@ -45,7 +45,9 @@ def render_claim(job_id: int, kind: str) -> OutputRender | None:
 
 def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[tuple[str, str, Path]]:
     """Render one output into workdir; returns (kind, name, path) for each file made."""
-    figures_dir = job_dir(job.pk) / "figures"  # reports say figures/<name>; the renderers take bare names
+    # Reports say figures/<name> and the renderers take bare names: fetch the job's figures from the
+    # storage into this worker's temp dir and hand over their folder.
+    figures_dir = storage.files_fetch(job.pk, workdir / "job") / "figures"
     engine = engine_for(job)
     ctx = JobContext(job)
     if kind == "pdf":
@@ -82,8 +84,8 @@ def output_render(*, job_id: int, kind: str) -> None:
             if version is None:
                 raise ValueError("there is no report to render")
             started = time.monotonic()
-            with tempfile.TemporaryDirectory(dir=job_dir(job_id), prefix=".render-") as tmp:
-                made = _render(job, kind, version.markdown, Path(tmp))
+            with storage.work_dir(f"render-{job_id}-{kind}") as tmp:
+                made = _render(job, kind, version.markdown, tmp)
                 with transaction.atomic():
                     for art_kind, name, path in made:
                         art = artifact_save_file(job=job, kind=art_kind, name=name, path=path)

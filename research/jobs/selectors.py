@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as UserModel
@@ -10,6 +10,7 @@ from django.db.models import Count, FloatField, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
+from research.jobs import storage
 from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob
 
 User = UserModel | AnonymousUser
@@ -71,11 +72,24 @@ def artifact_get_for_user(*, user: User, job_id: int, name: str) -> Artifact:
         raise Http404("No such file") from None
 
 
+def artifact_open_for_download(*, user: User, job_id: int, name: str) -> tuple[Artifact, IO[bytes]]:
+    """The one way to serve a job file (web views and the API): owner check (404 for anyone else), then the
+    stored file opened for streaming, from the local disk or object storage alike."""
+    art = artifact_get_for_user(user=user, job_id=job_id, name=name)
+    key = str(art.file.name)
+    if not storage.key_in_job(key, job_id):
+        raise Http404("No such file")
+    try:
+        return art, storage.file_open(key)
+    except FileNotFoundError:
+        raise Http404("No such file") from None
+
+
 def artifact_map(*, job: ResearchJob) -> dict[str, str]:
-    """kind → absolute path, for the CLI (one file per main kind)."""
+    """kind → where the file is (a local path, or s3://bucket/key), for the CLI (one file per main kind)."""
     out: dict[str, str] = {}
     for art in job.artifacts.exclude(kind="figure").order_by("created"):
-        out[art.kind] = art.file.path
+        out[art.kind] = storage.file_location(str(art.file.name))
     return out
 
 

@@ -131,7 +131,7 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
             _("You can start %(limit)d jobs per %(window)s; please wait %(seconds)d seconds.")
             % {
                 "limit": verdict.limit,
-                "window": settings.JOB_CREATE_RATE.partition("/")[2],
+                "window": ratelimit.rate_window_text(settings.JOB_CREATE_RATE),
                 "seconds": verdict.retry_after,
             },
         )

@@ -20,7 +20,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from research.agents.types import Plan
 from research.jobs import selectors, services
-from research.jobs.artifacts import job_dir_path
 from research.jobs.failures import failure_explain, search_advice, search_unreachable_text
 from research.jobs.forms import (
     JobCreateForm,
@@ -382,15 +381,11 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
 @login_required
 @require_GET
 def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileResponse:
-    art = selectors.artifact_get_for_user(user=request.user, job_id=job_id, name=name)
-    root = job_dir_path(job_id).resolve()
-    path = Path(art.file.path).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        raise Http404("No such file")
+    art, handle = selectors.artifact_open_for_download(user=request.user, job_id=job_id, name=name)
+    filename = Path(art.name).name
     inline = request.GET.get("inline") == "1" and art.kind in ("figure", "podcast")
-    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    response = FileResponse(path.open("rb"), as_attachment=not inline, filename=path.name,
-                            content_type=content_type)
+    content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    response = FileResponse(handle, as_attachment=not inline, filename=filename, content_type=content_type)
     response["X-Content-Type-Options"] = "nosniff"
     return response
 

@@ -157,13 +157,16 @@ def test_plan_edit_uses_the_web_forms_rules(alice):
 
 
 def test_api_requests_are_rate_limited(alice, settings):
-    from django.core.cache import cache
+    from django.core.cache import caches
+
+    cache = caches["ratelimit"]
 
     settings.API_RATE = "3/m"
     cache.clear()
     try:
         _, secret = token_services.token_create(user=alice, name="a")
-        codes = [Client().get("/api/v1/jobs", **bearer(secret)).status_code for _ in range(5)]
+        responses = [Client().get("/api/v1/jobs", **bearer(secret)) for _ in range(5)]
     finally:
         cache.clear()
-    assert codes == [200, 200, 200, 429, 429]
+    assert [r.status_code for r in responses] == [200, 200, 200, 429, 429]
+    assert 0 < int(responses[-1]["Retry-After"]) <= 60

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,13 @@ def test_plan_review_pauses_without_holding_a_worker(alice, worker, live_setting
     job = services.job_create(user=alice, question="Why are heat pumps efficient?",
                               options={"engine": "offline", "max_steps": 2})
     job = wait_for(job, {JobStatus.AWAITING_REVIEW}, worker=worker)
-    assert job.stage_lease_until is None  # nothing holds the job while it waits
+    # Nothing holds the job while it waits. The stage's lease is released right after the status commits
+    # (a separate statement), which PostgreSQL's real concurrency lets a reader see in between.
+    deadline = time.monotonic() + 10
+    while job.stage_lease_until is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        job.refresh_from_db()
+    assert job.stage_lease_until is None
     version = job.plan_versions.get()
     from research.agents.types import Plan
 

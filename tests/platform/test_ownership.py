@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.urls import fill_route, url_routes
 
-PUBLIC = {"login", "logout", "signup", "set_language"}
+PUBLIC = {"login", "logout", "signup", "set_language", "healthz"}
 
 # The JSON API authenticates by token, not session: tests/api/test_api_ownership.py walks its routes.
 ALL = [(route, name) for route, name in url_routes()

@@ -28,6 +28,11 @@ def test_post_without_csrf_token_is_refused(alice, alice_objects, route, name):
     client.force_login(alice)
     url = fill_route(route, alice_objects)
     response = client.post(url, {"question": "x?", "op": "accept", "kind": "pdf", "markdown": "# x"})
+    if name.startswith("api-v1:"):
+        # The JSON API takes bearer tokens only: a browser's session cookie is no credential there, so a
+        # forged cross-site post carries nothing the API accepts.
+        assert response.status_code in (401, 403, 405), (name, response.status_code)
+        return
     assert response.status_code == 403, (name, response.status_code)
 
     client.get("/accounts/login/")  # sets the CSRF cookie

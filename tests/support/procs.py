@@ -21,12 +21,13 @@ def base_env(**extra: str) -> dict[str, str]:
     run = os.environ["TEST_RUN_DIR"]
     env = dict(os.environ)
     env.update({
-        "DATABASE_URL": f"sqlite:///{os.environ['TEST_DB_NAME']}",
+        "DATABASE_URL": os.environ["TEST_CHILD_DATABASE_URL"],  # the test database (SQLite file or PostgreSQL)
         "DJANGO_SETTINGS_MODULE": "research.settings",
         "PYTHONUNBUFFERED": "1",
         "TEST_RUN_DIR": run,
     })
-    env.pop("TEST_DB_NAME", None)  # the children use the test database as their main one
+    for name in ("TEST_DB_NAME", "TEST_CHILD_DATABASE_URL"):
+        env.pop(name, None)  # the children use the test database as their main one
     env.update(extra)
     return env
 
@@ -58,8 +59,10 @@ class WorkerProcess:
     counter = 0
     live: ClassVar[set[WorkerProcess]] = set()  # started and not yet stopped or killed (tests may pause them)
 
-    def __init__(self, env: dict[str, str], *, concurrency: int = 4, beat: bool = False, name: str = "") -> None:
+    def __init__(self, env: dict[str, str], *, concurrency: int = 4, beat: bool = False, name: str = "",
+                 cwd: Path = ROOT) -> None:
         WorkerProcess.counter += 1
+        self.cwd = cwd  # another checkout stands in for another host (tests/scale)
         self.name = name or f"w{WorkerProcess.counter}-{os.getpid()}"
         self.env = env
         self.concurrency = concurrency
@@ -74,7 +77,7 @@ class WorkerProcess:
         if self.beat:
             argv += ["-B", "-s", str(Path(os.environ["TEST_RUN_DIR"]) / f"beat-{self.name}")]
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         WorkerProcess.live.add(self)
         if wait:
@@ -156,10 +159,11 @@ class BeatProcess:
 
     counter = 0
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path = ROOT) -> None:
         BeatProcess.counter += 1
         run = Path(os.environ["TEST_RUN_DIR"])
         self.env = env
+        self.cwd = cwd
         self.log = run / f"beat-{BeatProcess.counter}-{os.getpid()}.log"
         self.schedule = run / f"beat-{BeatProcess.counter}-{os.getpid()}.schedule"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -168,7 +172,7 @@ class BeatProcess:
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "research", "beat", "--loglevel", "INFO", "-s", str(self.schedule)],
-            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -191,8 +195,9 @@ class BeatProcess:
 class AsgiServer:
     """daphne serving research.asgi on a free port."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path = ROOT) -> None:
         self.env = env
+        self.cwd = cwd
         self.port = runtime.free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -202,7 +207,7 @@ class AsgiServer:
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "research.asgi:application"],
-            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

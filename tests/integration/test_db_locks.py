@@ -1,0 +1,109 @@
+"""Claims under real row locks: many threads (each with its own DB connection) race for one unit of work.
+
+`make test` runs this package on PostgreSQL, where production runs; there the claim's UPDATE / SELECT ...
+FOR UPDATE serialize the racers on the job row. Exactly one may win.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import DatabaseError, connection, connections, transaction
+
+from research.jobs import dispatch, services, stages, steps
+from research.jobs.models import JobStatus, JobStep, ResearchJob, StepStatus
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+RACERS = 8
+
+
+def race(fn: Callable[[], Any]) -> list[Any]:
+    """Run fn in RACERS threads released together; return every result (or exception)."""
+    barrier = threading.Barrier(RACERS)
+    results: list[Any] = []
+    lock = threading.Lock()
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            out = fn()
+        except Exception as exc:  # reported to the test
+            out = exc
+        finally:
+            connections.close_all()
+        with lock:
+            results.append(out)
+
+    threads = [threading.Thread(target=run) for _ in range(RACERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == RACERS
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert not errors, errors
+    return results
+
+
+@pytest.fixture
+def job(alice, monkeypatch, redis_server) -> ResearchJob:
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    job = services.job_create(user=alice, question="How do heat pumps work?", options={})
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.RESEARCHING)
+    JobStep.objects.create(job=job, step_id="s1", position=0, title="Background")
+    return job
+
+
+def test_the_suite_runs_on_postgresql_when_asked():
+    if os.environ.get("TEST_DATABASE") == "postgres":
+        assert connection.vendor == "postgresql"
+
+
+def test_one_of_many_racing_workers_claims_a_step(job):
+    results = race(lambda: steps.step_claim(job.pk, "s1"))
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1, results
+    step = JobStep.objects.get(job=job, step_id="s1")
+    assert step.status == StepStatus.RUNNING and step.attempts == 1
+    assert step.lease_token == winners[0][2]
+    assert job.events.filter(type="step.started").count() == 1
+
+
+def test_one_of_many_racing_workers_claims_a_stage(job):
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.PLANNING)
+    results = race(lambda: stages.stage_claim(job.pk))
+    assert len([r for r in results if r is not None]) == 1, results
+    assert ResearchJob.objects.get(pk=job.pk).stage_attempts == 1
+
+
+def test_select_for_update_holds_the_row_until_commit(job):
+    """A second transaction cannot take the job row while the first holds it (NOWAIT fails at once)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no row locks (it locks the whole file); run with TEST_DATABASE=postgres")
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                ResearchJob.objects.select_for_update().get(pk=job.pk)
+                held.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(DatabaseError), transaction.atomic():
+            ResearchJob.objects.select_for_update(nowait=True).get(pk=job.pk)
+    finally:
+        release.set()
+        thread.join(30)
+    with transaction.atomic():  # released with the holder's commit
+        assert ResearchJob.objects.select_for_update(nowait=True).get(pk=job.pk).pk == job.pk

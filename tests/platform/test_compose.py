@@ -1,0 +1,105 @@
+"""docker-compose.yml: valid for Compose itself, and shaped for several hosts (no shared disk, one-shot
+migrations, health checks, no default secrets)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRETS = {"SECRET_KEY": "k" * 50, "ALLOWED_HOSTS": "research.example.com", "POSTGRES_PASSWORD": "pg-secret",
+           "MINIO_ROOT_USER": "minio-user", "MINIO_ROOT_PASSWORD": "minio-secret"}
+APP = ("migrate", "web", "worker", "render", "beat")
+
+
+def compose_cli() -> list[str] | None:
+    """`docker compose` (the v2 plugin) if present, else Debian's `docker-compose`; None when neither is."""
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    return None
+
+
+def compose_config(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    cli = compose_cli()
+    if cli is None:
+        pytest.skip("neither the docker compose plugin nor docker-compose is installed")
+    # A copy, so no developer's .env next to the real file changes the outcome.
+    shutil.copy(ROOT / "docker-compose.yml", tmp_path / "docker-compose.yml")
+    clean = {k: v for k, v in os.environ.items() if k not in SECRETS}
+    return subprocess.run([*cli, "-f", str(tmp_path / "docker-compose.yml"), "config"], cwd=tmp_path,
+                          env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_compose_config_passes_with_the_secrets_set(tmp_path):
+    done = compose_config(tmp_path, SECRETS)
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load(done.stdout)
+    web = config["services"]["web"]
+    assert web["environment"]["SECRET_KEY"] == SECRETS["SECRET_KEY"]
+    assert "pg-secret@postgres" in web["environment"]["DATABASE_URL"]
+
+
+@pytest.mark.parametrize("missing", sorted(SECRETS))
+def test_compose_refuses_to_start_without_a_secret(tmp_path, missing):
+    done = compose_config(tmp_path, {k: v for k, v in SECRETS.items() if k != missing})
+    assert done.returncode != 0
+    assert missing in done.stderr
+
+
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
+    return dict(yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"])
+
+
+def test_every_image_has_a_pinned_tag(services):
+    for name, service in services.items():
+        image = str(service.get("image", ""))
+        assert ":" in image, f"{name}: image {image!r} has no tag"
+
+
+def test_app_services_wait_for_the_one_shot_migration(services):
+    assert "migrate" in str(services["migrate"]["command"])
+    assert services["migrate"].get("restart") == "no"
+    for name in APP[1:]:
+        deps = services[name]["depends_on"]
+        assert deps["migrate"] == {"condition": "service_completed_successfully"}, name
+        for infra in ("postgres", "redis", "minio"):
+            assert deps[infra] == {"condition": "service_healthy"}, (name, infra)
+        assert "migrate" not in str(services[name]["command"]), f"{name} must not migrate on its own"
+
+
+def test_web_and_workers_have_health_checks_that_exist(services):
+    for name in ("web", "worker", "render"):
+        check = services[name]["healthcheck"]["test"]
+        assert "research.healthcheck" in " ".join(check), name
+    assert (ROOT / "research" / "healthcheck.py").exists()
+    assert (ROOT / "research" / "jobs" / "management" / "commands" / "storage_init.py").exists()
+
+
+def test_no_app_service_shares_a_disk(services):
+    """Files go through object storage: an app container mounts no volume another host would need."""
+    for name in APP:
+        assert not services[name].get("volumes"), f"{name} mounts {services[name].get('volumes')}"
+        assert services[name]["environment"]["STORAGE_BACKEND"] == "s3"
+
+
+def test_secrets_have_no_defaults(services):
+    text = (ROOT / "docker-compose.yml").read_text()
+    for secret in SECRETS:
+        assert f"${{{secret}:?" in text
+        assert f"${{{secret}:-" not in text and f"${{{secret}}}" not in text
+
+
+def test_workers_are_split_per_queue(services):
+    assert "-Q agents " in str(services["worker"]["command"])
+    assert "-Q render " in str(services["render"]["command"])
