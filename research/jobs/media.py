@@ -108,5 +108,10 @@ def job_media(*, job: ResearchJob) -> dict[str, Any]:
     if "pdf" in arts:
         media["pdf"] = pdf_thumbnails(job, arts["pdf"])
     if "pptx" in arts:
-        media["slide_titles"] = slide_titles(arts["pptx"])
+        from research.jobs import storage
+
+        media["slides"] = [reverse("job_preview", args=[job.pk, name])
+                           for name in storage.slide_previews_list(job.pk)]
+        if not media["slides"]:  # no LibreOffice on the render host: the titles still give the outline
+            media["slide_titles"] = slide_titles(arts["pptx"])
     return media

@@ -62,6 +62,7 @@ def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[t
         outline = engine.slide_outline(ctx, markdown)
         out = render_pptx(markdown, workdir / "slides.pptx", outline=outline, figures_dir=figures_dir,
                           locale=job.locale)
+        _slide_previews_store(job, out, workdir / "previews")
         return [("pptx", "slides.pptx", out)]
     if kind == "podcast":
         from research.render.podcast import render_podcast
@@ -71,6 +72,21 @@ def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[t
         return [("podcast", "podcast.mp3", res.mp3), ("transcript", "podcast.txt", res.transcript_txt),
                 ("vtt", "podcast.vtt", res.transcript_vtt)]
     raise ValueError(f"unknown output {kind}")
+
+
+def _slide_previews_store(job: ResearchJob, deck: Path, out_dir: Path) -> None:
+    """PNG thumbnails of the deck for the job page (LibreOffice); the deck itself never depends on them."""
+    from research.render.preview import PreviewError, slides_to_png
+
+    try:
+        pages = slides_to_png(deck, out_dir, width_px=480)
+    except (PreviewError, OSError) as exc:
+        logger.warning("no slide previews for job %s: %s", job.pk, exc)
+        return
+    for name in storage.slide_previews_list(job.pk):  # a re-render may have fewer slides
+        storage.file_delete(storage.artifact_key(job.pk, storage.SLIDE_PREVIEWS + name))
+    for page in pages:
+        storage.file_store(key=storage.artifact_key(job.pk, storage.SLIDE_PREVIEWS + page.name), path=page)
 
 
 def output_render(*, job_id: int, kind: str) -> None:

@@ -109,6 +109,20 @@ def files_fetch(job_id: int, dest: Path, *, under: str = "figures/") -> Path:
     return dest
 
 
+SLIDE_PREVIEWS = "previews/"  # the deck's slide-NN.png thumbnails for the job page (not downloads)
+
+
+def file_delete(key: str) -> None:
+    default_storage.delete(key)
+
+
+def slide_previews_list(job_id: int) -> list[str]:
+    """Names (slide-01.png, …) of the stored slide thumbnails, in slide order."""
+    prefix = job_prefix(job_id) + SLIDE_PREVIEWS
+    return sorted(k[len(prefix):] for k in files_list(job_id)
+                  if k.startswith(prefix + "slide-") and "/" not in k[len(prefix):] and k.endswith(".png"))
+
+
 def files_delete(job_id: int) -> None:
     """Remove every file of the job (and, on the local disk, its folders)."""
     for key in files_list(job_id):

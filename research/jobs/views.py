@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from research.agents.types import Plan
-from research.jobs import selectors, services
+from research.jobs import selectors, services, storage
 from research.jobs.failures import failure_explain, search_advice, search_unreachable_text
 from research.jobs.forms import (
     JobCreateForm,
@@ -395,6 +395,11 @@ def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileRespo
 def job_preview(request: HttpRequest, job_id: int, name: str) -> FileResponse:
     """A PNG page preview made by research/jobs/media.py; owner-only like every job URL."""
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
+    if name in storage.slide_previews_list(job.pk):  # slide thumbnails live in the storage
+        handle = storage.file_open(storage.artifact_key(job.pk, storage.SLIDE_PREVIEWS + name))
+        response = FileResponse(handle, content_type="image/png")
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
     root = preview_dir(job.pk).resolve()
     path = (root / name).resolve()
     if not name.endswith(".png") or not path.is_relative_to(root) or not path.is_file():

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 from pptx import Presentation
 
 from research.jobs import services
@@ -77,6 +79,16 @@ def test_llm_job_with_every_output(alice, worker, live_settings, scenario, alice
     assert job.prompt_tokens > 0 and job.completion_tokens > 0
     page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
     assert "researcher" in page and "Prompt tokens" in page
+
+    # Each slide is previewed as a PNG on the job page (LibreOffice), served to the owner only.
+    slide_urls = re.findall(rf'src="(/jobs/{job.pk}/previews/slide-\d+\.png)"', page)
+    assert len(slide_urls) == len(deck.slides), slide_urls
+    png = alice_client.get(slide_urls[0])
+    assert png.status_code == 200 and b"".join(png.streaming_content).startswith(b"\x89PNG")
+    outsider = User.objects.create_user("charlie-previews", password="x")
+    charlie = Client()
+    charlie.force_login(outsider)
+    assert charlie.get(slide_urls[0]).status_code == 404
 
 
 def test_chinese_question_gets_a_chinese_report(alice, worker, live_settings, scenario):
