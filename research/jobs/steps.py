@@ -16,6 +16,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
+from research.agents.citations import strip_citations
 from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import BudgetExceeded, JobCancelled, PlanStep
 from research.jobs.context import JobContext
@@ -126,7 +127,7 @@ def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
             if fields.get("status") == StepStatus.DONE:
                 payload.update({"figures": fields.get("result", {}).get("figures", []),
                                 "chars": len(fields.get("result_md", "")),
-                                "finding": " ".join(str(fields.get("result_md", "")).split())[:280]})
+                                "finding": " ".join(strip_citations(str(fields.get("result_md", ""))).split())[:280]})
                 event_emit(job_id=job_id, type="step.completed", payload=payload)
             elif fields.get("status") == StepStatus.CANCELLED:
                 event_emit(job_id=job_id, type="step.cancelled", payload=payload)

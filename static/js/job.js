@@ -41,7 +41,7 @@
     provider_error: "Search provider {provider} did not answer",
     rank: "“{title}”: picked {selected} of {candidates} sentences", think: "“{title}”: {text}",
     tool: "“{title}”: used the tool {name}", background_failed: "The background search failed",
-    source_added: "Found source [{number}] {title} ({host})", step_completed: "Finished “{title}”",
+    source_added: "Found source: {title} ({host})", step_completed: "Finished “{title}”",
     step_failed: "“{title}” failed", step_cancelled: "“{title}” was cancelled",
     step_requeued: "“{title}” will run again: {reason}",
     report_started: "Writing the report", report_ready: "The report is ready (v{version})",
@@ -220,7 +220,7 @@
       card.body.appendChild(box);
     } else if (ev.type === "source.added") {
       const li = el("li", "source");
-      const a = el("a", "", "[" + p.number + "] " + (p.title || host(p.url)));
+      const a = el("a", "", p.title || host(p.url));
       if (/^https?:/.test(p.url || "")) { a.href = p.url; a.rel = "noopener noreferrer"; a.target = "_blank"; }
       li.appendChild(a);
       li.appendChild(el("small", "host", " " + host(p.url)));
