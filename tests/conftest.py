@@ -15,6 +15,18 @@ def _english_after_each_test():
     translation.deactivate()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate-limit counters are keyed by user id, and ids repeat after each test's database reset: start
+    every test with the in-process counters empty, so one test's uses never count against the next."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["ratelimit"], LocMemCache):  # never flush a Redis shared with the broker
+        caches["ratelimit"].clear()
+    yield
+
+
 @pytest.fixture
 def alice(db) -> User:
     return User.objects.create_user("alice", "alice@example.com", "alice-pass-123")
