@@ -79,7 +79,7 @@ ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 # Values our renderer emits for id/class; anything else is dropped by the attribute filter.
 _ATTR_VALUE_RE = {
-    "id": re.compile(r"^(?:ref|sec)-\d{1,5}$"),
+    "id": re.compile(r"^(?:fu\d{1,5}-)?(?:ref|sec)-\d{1,5}$"),
     "class": re.compile(r"^(?:cite|references|align-(?:left|center|right)|language-[\w+#.-]{1,40})$"),
 }
 
@@ -243,7 +243,7 @@ def _raw_html_rule(state: StateCore) -> None:
             token.children = []
 
 
-def _split_citations(content: str, level: int) -> list[Token]:
+def _split_citations(content: str, level: int, prefix: str = "") -> list[Token]:
     """Turn `text [1][2] more` into text / link tokens, one link per cited number."""
     out: list[Token] = []
     pos = 0
@@ -252,7 +252,7 @@ def _split_citations(content: str, level: int) -> list[Token]:
             out.append(_text_token(content[pos : match.start()], level))
         for number in re.split(r"[,，]", match.group(1)):
             link = Token("link_open", "a", 1, level=level)
-            link.attrs = {"class": "cite", "href": f"#ref-{int(number)}"}
+            link.attrs = {"class": "cite", "href": f"#{prefix}ref-{int(number)}"}
             out += [link, _text_token(f"[{int(number)}]", level + 1), Token("link_close", "a", -1, level=level)]
         pos = match.end()
     if pos < len(content):
@@ -274,11 +274,12 @@ def _citations_rule(state: StateCore) -> None:
     """Core rule: citations become anchors; reference items get ids; headings get ids; alignment → class."""
     in_references = False
     heading_no = 0
+    prefix = str(state.env.get("anchor_prefix") or "")
     tokens = state.tokens
     for index, token in enumerate(tokens):
         if token.type == "heading_open":
             heading_no += 1
-            token.attrSet("id", f"sec-{heading_no}")
+            token.attrSet("id", f"{prefix}sec-{heading_no}")
             in_references = is_reference_heading(_inline_text(tokens[index + 1]))
             continue
         if token.type in {"th_open", "td_open"}:
@@ -296,7 +297,7 @@ def _citations_rule(state: StateCore) -> None:
                 if follower.type == "inline":
                     match = re.match(r"\s*\[(\d{1,4})\]", follower.content)
                     if match:
-                        token.attrSet("id", f"ref-{int(match.group(1))}")
+                        token.attrSet("id", f"{prefix}ref-{int(match.group(1))}")
                     break
             continue
         if token.type != "inline" or not token.children or in_references:
@@ -309,7 +310,7 @@ def _citations_rule(state: StateCore) -> None:
             elif child.type == "link_close":
                 link_depth -= 1
             if child.type == "text" and link_depth == 0 and CITATION_RE.search(child.content):
-                new_children.extend(_split_citations(child.content, child.level))
+                new_children.extend(_split_citations(child.content, child.level, prefix))
             else:
                 new_children.append(child)
         token.children = new_children
@@ -360,13 +361,16 @@ def _make_parser(figure_url: Callable[[str], str] | None) -> MarkdownIt:
     return md
 
 
-def markdown_to_html(md: str, *, figure_url: Callable[[str], str] | None = None) -> SafeString:
+def markdown_to_html(md: str, *, figure_url: Callable[[str], str] | None = None,
+                     anchor_prefix: str = "") -> SafeString:
     """Render report Markdown to sanitized HTML that templates may output as-is.
 
     `figure_url(name)` maps a figure's bare file name (``x.png`` for ``figures/x.png``)
-    to the URL the page should use; without it, images are dropped.
+    to the URL the page should use; without it, images are dropped. `anchor_prefix` is put
+    before the anchors' ids (ref-N, sec-N), so a second document on one page (a follow-up answer) links
+    to its own references.
     """
-    raw = _make_parser(figure_url).render(md or "", {"figure_url": figure_url})
+    raw = _make_parser(figure_url).render(md or "", {"figure_url": figure_url, "anchor_prefix": anchor_prefix})
     return mark_safe(sanitize_html(raw))  # noqa: S308 - sanitized by nh3 on the line itself
 
 

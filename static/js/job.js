@@ -14,6 +14,7 @@
   let socket = null;
   let delay = 500;
   let reportText = "";
+  const followupText = {};  // follow-up number -> streamed text so far (kept across panel refreshes)
   let refreshTimer = null;
   const seen = new Set();
   const plans = {};        // plan version -> plan (from plan.ready / plan.updated)
@@ -295,6 +296,15 @@
       prev = node;
     });
     showStream();
+    showFollowups();
+  }
+
+  // Deltas can arrive before the panel shows the follow-up's box; they are kept and shown once it does.
+  function showFollowups() {
+    Object.keys(followupText).forEach(function (n) {
+      const box = document.getElementById("followup-stream-" + n);
+      if (box) box.textContent = followupText[n];
+    });
   }
 
   function refreshPanel() {
@@ -320,8 +330,9 @@
       return;
     }
     if (ev.type === "followup.delta") {  // stream a follow-up answer into its box
-      const box = document.getElementById("followup-stream-" + ev.payload.number);
-      if (box) { if (!box.dataset.live) { box.textContent = ""; box.dataset.live = "1"; } box.textContent += ev.payload.text || ""; }
+      const n = ev.payload.number;
+      followupText[n] = (followupText[n] || "") + (ev.payload.text || "");
+      showFollowups();
       return;
     }
     updateCard(ev);

@@ -38,6 +38,14 @@ def test_followup_then_fold_into_a_new_version(page, dora, asgi_server, worker, 
     page.wait_for_selector("#followup-1.followup-done .followup-answer", timeout=90_000)
     answer_text = page.inner_text("#followup-1 .followup-answer")
     assert re.search(r"\[\d+\]", answer_text), answer_text  # cited
+    # Its [n] link to its own references list, not the report's, and no id is used twice on the page.
+    links = page.eval_on_selector_all(
+        "#followup-1 a.cite",
+        "els => els.map(a => { const t = document.getElementById(a.getAttribute('href').slice(1));"
+        " return !!t && !!t.closest('#followup-1'); })")
+    assert links and all(links), links
+    ids = page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
     job = ResearchJob.objects.get(pk=job_id)
     followup = job.followups.get(number=1)
     sources = {s.number: s.text for s in job.sources.all()}

@@ -192,3 +192,12 @@ def test_sanitizer_alone_neutralises_raw_html(payload: str):
         assert not any(name.startswith("on") or name == "style" for name in attrs)
         assert urlsplit((attrs.get("href") or attrs.get("src") or "").strip()).scheme in SAFE_SCHEMES
     assert "<script" not in cleaned.lower()
+
+
+def test_a_second_document_on_the_page_links_to_its_own_references():
+    md = "# Answer\n\nModules got cheaper [1].\n\n## References\n\n- [1] [Prices](https://example.org/p)\n"
+    html = str(markdown_to_html(md, anchor_prefix="fu2-"))
+    assert 'href="#fu2-ref-1"' in html and 'id="fu2-ref-1"' in html and 'id="fu2-sec-1"' in html
+    assert 'id="ref-1"' not in html  # the report's own anchors stay unique on the page
+    forged = str(markdown_to_html(md, anchor_prefix="x-"))  # only the renderer's own id shapes survive
+    assert 'id="x-ref-1"' not in forged
