@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -51,3 +52,18 @@ def sign_in(page, base_url: str, username: str = "dora", password: str = "dora-p
     page.fill("#id_password", password)
     page.click("button[type=submit].primary")
     page.wait_for_url(base_url + "/")
+
+
+def submit_offline_job(page, base_url: str, question: str, *, max_steps: int = 2) -> int:
+    """Fill the new-job form for a small auto-accepted offline job with no extra outputs; returns its id."""
+    page.goto(base_url + "/jobs/new/")
+    page.fill("textarea[name=question]", question)
+    page.select_option("select[name=engine]", "offline")
+    page.fill("#id_max_steps", str(max_steps))
+    for box in page.query_selector_all("input[name=outputs]"):
+        if box.is_checked():
+            box.click()
+    page.check("#id_auto_accept")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
+    return int(page.url.rstrip("/").split("/")[-1])

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import sign_in
+from tests.e2e.conftest import sign_in, submit_offline_job
 from tests.e2e.test_clarify_browser import _shot
 from tests.support.citecheck import check_citations, report_sources
 
@@ -18,17 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_followup_then_fold_into_a_new_version(page, dora, asgi_server, worker, live_settings):
     base = asgi_server.url
     sign_in(page, base)
-    page.goto(base + "/jobs/new/")
-    page.fill("#id_question", "How have solar power costs changed?")
-    page.select_option("#id_engine", "offline")
-    page.fill("#id_max_steps", "2")
-    for box in page.query_selector_all("input[name=outputs]"):
-        if box.is_checked():
-            box.click()
-    page.check("#id_auto_accept")
-    page.click("#submit-job")
-    page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
-    job_id = int(page.url.rstrip("/").split("/")[-1])
+    job_id = submit_offline_job(page, base, "How have solar power costs changed?")
     page.wait_for_selector("#job[data-status='done']", timeout=120_000)
     page.wait_for_selector("#followup-form")
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import sign_in
+from tests.e2e.conftest import sign_in, submit_offline_job
 from tests.integration.helpers import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -16,17 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_report_edit_preview_citations_versions(page, dora, asgi_server, worker, live_settings):
     base = asgi_server.url
     sign_in(page, base)
-    page.goto(base + "/jobs/new/")
-    page.fill("textarea[name=question]", "Why did solar get cheaper?")
-    page.select_option("select[name=engine]", "offline")
-    page.fill("#id_max_steps", "2")
-    for box in page.query_selector_all("input[name=outputs]"):
-        if box.is_checked():
-            box.click()
-    page.check("#id_auto_accept")
-    page.click("#submit-job")
-    page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
-    job_id = int(page.url.rstrip("/").split("/")[-1])
+    job_id = submit_offline_job(page, base, "Why did solar get cheaper?")
     job = wait_for(ResearchJob.objects.get(pk=job_id), {JobStatus.DONE, JobStatus.FAILED}, worker=worker)
     assert job.status == JobStatus.DONE, job.error
     original = job.report_versions.get(number=1).markdown
