@@ -80,21 +80,32 @@ def test_six_forked_children_are_killed_as_a_tree(limits_mode):
     assert not result.timed_out, result.stderr
     assert result.exit_code != 0
     assert f"the process tree used more than {Limits().whole_tree_memory_bytes} bytes of memory" in result.stderr
-    # Never all six: the tree was stopped before 6 x 400 MB.
-    assert result.stdout.count("holds 400 MB") < 6, result.stdout
+    if limits_mode == "cgroup":  # the kernel's limit: never all six (the watcher may overshoot by a tick)
+        assert result.stdout.count("holds 400 MB") < 6, result.stdout
     assert _leftover_cgroups() == []
+
+
+THREE_CHILDREN = """
+import os, time
+for i in range(3):
+    if os.fork() == 0:
+        block = b"x" * (MB * 1024 * 1024)
+        time.sleep(HOLD)  # held, so a watcher sampling every 0.1 s sees it too
+        os._exit(0)
+for _ in range(3):
+    os.wait()
+print("three children fine")
+"""
 
 
 @needs_sandbox
 def test_memory_limit_is_configurable_and_a_run_under_it_is_untouched(limits_mode):
-    code = "import os\nfor i in range(3):\n    if os.fork() == 0:\n        b = b'x' * (60 * 1024**2)\n" \
-           "        os._exit(0)\nfor _ in range(3):\n    os.wait()\nprint('three children fine')"
-    fine = run_python(code, timeout=60)
+    fine = run_python(THREE_CHILDREN.replace("MB", "60").replace("HOLD", "1"), timeout=60)
     assert fine.exit_code == 0 and fine.stdout == "three children fine\n", fine.stderr
-    small = run_python(code.replace("60 *", "150 *"), timeout=60,
+    small = run_python(THREE_CHILDREN.replace("MB", "150").replace("HOLD", "60"), timeout=90,
                        limits=Limits(whole_tree_memory_bytes=256 * 1024**2))
-    assert small.exit_code != 0
-    assert "bytes of memory" in small.stderr and str(256 * 1024**2) in small.stderr
+    assert small.exit_code != 0 and not small.timed_out
+    assert f"the process tree used more than {256 * 1024**2} bytes of memory" in small.stderr
 
 
 FORK_LOOP = """
@@ -112,7 +123,7 @@ try:
 except OSError as exc:
     print("fork refused after", n, exc.errno, flush=True)
 print("forked", n, flush=True)
-time.sleep(120)
+time.sleep(5)  # the children stay (they sleep on), so a watcher counting every 0.1 s sees them
 """
 
 
@@ -128,7 +139,7 @@ def test_fork_loop_hits_the_whole_tree_process_limit(limits_mode):
         assert refused, result.stdout + result.stderr
         assert int(refused.group(1)) < 24 and int(refused.group(2)) == errno.EAGAIN
         assert "forks were refused at the limit of 24" in result.stderr
-        assert result.timed_out  # it then slept: the refusal, not a kill, stopped the loop
+        assert result.exit_code == 0 and not result.timed_out  # the refusal, not a kill, stopped the loop
     else:
         # The watcher cannot refuse a fork; it kills the tree once it counts more than 24.
         assert not result.timed_out
@@ -291,6 +302,23 @@ def test_seccomp_refuses_each_blocked_syscall_with_eperm(monkeypatch):
     differs = {name for name in BLOCKED if control[name] != filtered[name]}
     # Only pivot_root is refused by the kernel itself before it reads its arguments (and unshare(NEWNS)).
     assert set(BLOCKED) - {"pivot_root"} <= differs, control
+
+
+@needs_sandbox
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86-64 machine code")
+def test_32_bit_system_calls_are_no_way_around_the_filter():
+    """The filter is for the native ABI; an i386 `int 0x80` call does not slip past it, it kills the process."""
+    code = """
+import ctypes, mmap
+buf = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+buf.write(bytes([0xB8, 0x14, 0, 0, 0, 0xCD, 0x80, 0xC3]))  # mov eax, 20 (i386 getpid); int 0x80; ret
+call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(buf)))
+print("before", flush=True)
+print("AFTER", call(), flush=True)
+"""
+    result = run_python(code, timeout=30)
+    assert result.stdout == "before\n"
+    assert result.exit_code == 128 + 31  # SIGSYS
 
 
 @needs_sandbox
