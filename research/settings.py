@@ -220,6 +220,9 @@ LLM_MODEL = env_str("LLM_MODEL", "Qwen/Qwen3-30B-A3B-Instruct-2507")
 LLM_REASONING_MODEL = env_str("LLM_REASONING_MODEL", "")
 LLM_PROFILE = env_str("LLM_PROFILE", "qwen3")
 LLM_CONTEXT_WINDOW = env_int("LLM_CONTEXT_WINDOW", 0)  # 0 = ask the server
+# The model as a second opinion on cited claims the lexical check cannot pass (llm engine; one short
+# call per such claim, at most 20 per report). Off: such claims are only marked "(unverified)".
+VERIFY_MODEL_JUDGE = env_bool("VERIFY_MODEL_JUDGE", True)
 LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 120.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 5)
 

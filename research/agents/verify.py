@@ -4,11 +4,13 @@
 report edits before they are saved. It
 
 - drops citations to sources that are not in the job's registry, and inline links, autolinks and
-  bare URLs whose address no tool returned (their link text stays, the address goes);
+  bare URLs whose address no tool returned (their link text stays, the address goes; a short
+  pointer left with nothing to point at, "More at <url>.", goes whole);
 - scores each cited sentence against the best passage (a window of a few sentences) of each source
   it cites: the share of the sentence's terms, and all of its numbers, found in that passage;
 - marks sentences that fail the check with a visible marker, and removes those the check is sure
-  about (almost none of their terms occur in the cited source);
+  about: almost none of their terms occur in the cited source, or the lexical test failed and a
+  `judge` (the model, asked separately) says the passage does not support them either;
 - renumbers citations 1..n in order of first use and rebuilds the references list, so the
   numbering has no gaps.
 
@@ -68,6 +70,7 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _MARKER_EN = " *(unverified)*"
 _MARKER_ZH = "*（未经核实）*"
 _MARKERS = (_MARKER_EN.strip(), _MARKER_ZH)
+_GONE = "\x01"  # where a removed address stood, until the sentence around it is judged
 
 # (claim, passage) -> True (supported), False (not supported) or None (cannot tell).
 Judge = Callable[[str, str], "bool | None"]
@@ -114,6 +117,7 @@ class Claim:
     supported: bool | None  # None: not checkable lexically (other script) and no judge
     passage: str = ""  # the best-matching passage
     lexical: bool = True  # claim and source share a script, so the score means something
+    judged: bool | None = None  # the judge's verdict, when one was asked
 
 
 @dataclass
@@ -171,7 +175,8 @@ def plain_text(text: str) -> str:
     text = re.sub(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", "", text)
     text = re.sub(r"^\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
     text = re.sub(r"[*_`>#]", "", text)
-    return re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r" (?=[.,;:!?。，；：！？](?: |$))", "", text)  # "a year [1]." -> "a year."
 
 
 def line_sentences(line: str) -> list[tuple[int, int]]:
@@ -285,10 +290,21 @@ def check_claim(claim: str, sources: Sequence[SourceRef], judge: Judge | None = 
     best_score, best_passage = max((_best_passage(claim, s) for s in texts), key=lambda sp: sp[0])
     comparable = any(_cjk(claim) == _cjk(s.text[:2000]) for s in texts)
     supported: bool | None = best_score >= SUPPORTED if comparable else None
+    verdict: bool | None = None
     if judge is not None and (supported is None or best_score < SUPPORTED):
         verdict = judge(claim, best_passage or texts[0].text[:2000])
         supported = verdict if verdict is not None else supported
-    return Claim(claim, numbers, round(best_score, 3), supported, best_passage, comparable)
+    return Claim(claim, numbers, round(best_score, 3), supported, best_passage, comparable, verdict)
+
+
+def _sure_unsupported(claim: Claim, terms: int) -> bool:
+    """Remove rather than mark: nothing of the claim is in its source, or the lexical test failed
+    and the judge, asked separately, also said no (two independent signals agree)."""
+    if not claim.lexical or claim.supported is not False:
+        return False
+    if claim.judged is False:
+        return True
+    return claim.score < SURE_UNSUPPORTED and terms >= _MIN_TERMS_TO_REMOVE
 
 
 # ---------------------------------------------------------------- the check
@@ -332,7 +348,7 @@ def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
         if norm_url(m.group(1)) in known_urls:
             return m.group(0)
         removed += 1
-        return ""
+        return _GONE
 
     text = _LINK.sub(link, text)
     text = _AUTOLINK.sub(auto, text)
@@ -352,12 +368,20 @@ def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
         if norm_url(url) in known_urls:
             return m.group(0)
         removed += 1
-        return m.group(0)[len(url) :]
+        return _GONE + m.group(0)[len(url) :]
 
     text = _BARE_URL.sub(bare, text)
     text = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
-    text = re.sub(r"\(\s*\)|（\s*）", "", text)  # "(see )" leftovers of a removed address
+    text = re.sub(r"\(\s*\x01?\s*\)|（\s*\x01?\s*）", "", text)  # "( )" leftovers of a removed address
     return re.sub(r"[ \t]{2,}", " ", text), removed
+
+
+def _dangling(sentence: str) -> bool:
+    """A short pointer whose address was removed ("More at <url>.", "详见 <url>。"): nothing is left to say."""
+    if not re.search(r"\x01[\s.。:：;；!?！？)）\]*]*$", sentence):
+        return False
+    rest = plain_text(sentence.replace(_GONE, ""))
+    return len(rest.split()) <= 5 and len(_CJK.findall(rest)) <= 8
 
 
 def _tidy(line: str) -> str:
@@ -392,18 +416,21 @@ def report_check(
         lines_out: list[str] = []
         for line in part.split("\n"):
             if line.lstrip().startswith("#"):
-                lines_out.append(line)
+                lines_out.append(line.replace(_GONE, ""))
                 continue
             pieces: list[str] = []
             for start, end in line_sentences(line):
-                pieces.append(_check_sentence(line[start:end], mapping, result, order, marker, judge, remove_sure))
-            new = _tidy("".join(pieces))
+                if _dangling(line[start:end]):
+                    continue
+                sentence = line[start:end].replace(_GONE, "")
+                pieces.append(_check_sentence(sentence, mapping, result, order, marker, judge, remove_sure))
+            new = _tidy("".join(pieces).replace(_GONE, ""))
             if new != line and not new[:1].isspace():
                 new = new.lstrip()
             if line.strip() and not plain_text(new):
                 continue  # the whole line was an unsupported claim (or a bullet left empty)
             lines_out.append(new.rstrip() if new.strip() else new)
-        parts[index] = "\n".join(lines_out)
+        parts[index] = re.sub(r"\n{3,}", "\n\n", "\n".join(lines_out))  # no gap where a paragraph went
     body = "".join(parts).rstrip() + "\n"
 
     # Renumber 1..n in order of first use.
@@ -460,8 +487,7 @@ def _check_sentence(
     result.claims.append(claim)
     already_marked = any(m in sentence for m in _MARKERS)
     if claim.supported is False:
-        sure = claim.lexical and claim.score < SURE_UNSUPPORTED and len(set(tokenize(plain))) >= _MIN_TERMS_TO_REMOVE
-        if remove_sure and sure:
+        if remove_sure and _sure_unsupported(claim, len(set(tokenize(plain)))):
             result.removed_claims += 1
             return ""
         result.flagged += 1

@@ -64,6 +64,14 @@ def report_latest(*, job: ResearchJob) -> ReportVersion | None:
     return job.report_versions.order_by("-number").first()
 
 
+def report_check_summary(*, job: ResearchJob, version: int) -> dict[str, int] | None:
+    """The claim check's counts for one report version (research.agents.verify), from its report.ready event."""
+    for payload in job.events.filter(type="report.ready").order_by("-seq").values_list("payload", flat=True)[:20]:
+        if isinstance(payload, dict) and payload.get("version") == version and isinstance(payload.get("check"), dict):
+            return {k: int(v) for k, v in payload["check"].items() if isinstance(v, int)}
+    return None
+
+
 def artifact_get_for_user(*, user: User, job_id: int, name: str) -> Artifact:
     job = job_get_for_user(user=user, job_id=job_id)
     try:

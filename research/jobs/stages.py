@@ -7,7 +7,6 @@ A stage holds the job's stage lease while it works; reaper.py restarts stages wh
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -211,8 +210,8 @@ def _stage_report(job: ResearchJob) -> None:
     sources = ctx.sources()
     final = finalize_report(body, sources, locale=job.locale)
     # Claims against their cited passages, links to unregistered pages, gapless numbering.
-    # A model second opinion on claims the lexical check cannot pass is opt-in (one call per such claim).
-    use_judge = job.engine == "llm" and os.environ.get("VERIFY_MODEL_JUDGE") == "1"
+    # The model as a second opinion on claims the lexical check cannot pass (settings.VERIFY_MODEL_JUDGE).
+    use_judge = job.engine == "llm" and bool(getattr(settings, "VERIFY_MODEL_JUDGE", True))
     judge = model_judge(ctx.llm, job.locale) if use_judge else None
     checked = report_check(final.markdown, sources, locale=job.locale, judge=judge)
     final.markdown, final.cited = checked.markdown, checked.cited

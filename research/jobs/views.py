@@ -161,6 +161,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "report_html": report_html_cached(report_id=report.pk, markdown=report.markdown, figure_url=_figure_url(job))
         if report
         else "",
+        "report_check": selectors.report_check_summary(job=job, version=report.number) if report else None,
         "plan_versions": job.plan_versions.order_by("number"),
         "accepted_plan": selectors.plan_accepted(job=job),
         "cost": selectors.job_cost(job=job),

@@ -123,3 +123,47 @@ def test_model_judge_asks_the_model_and_treats_failures_as_cannot_tell():
         assert judge("broken", "broken") is None
         assert judge("固态电池需要干燥间。", "Cells must be made in dry rooms.") is None  # over max_calls
         assert len(fake.requests) == 3
+
+
+def test_a_claim_the_judge_also_rejects_is_removed_and_one_it_accepts_stays():
+    # Shares words with [3] (so the lexical test alone only marks it) but says something else.
+    md = (
+        "# R\n\nEvery maker halved the cost of its dry rooms and separators within a year [3]. "
+        "Cells must be made in dry rooms [3].\n"
+    )
+    alone = report_check(md, SOURCES)
+    assert alone.flagged == 1 and alone.removed_claims == 0 and "*(unverified)*" in alone.markdown
+    asked: list[str] = []
+
+    def judge(claim: str, passage: str) -> bool:
+        asked.append(claim)
+        return False
+
+    both = report_check(md, SOURCES, judge=judge)
+    # Only the claim that failed the lexical test is put to the judge.
+    assert asked == ["Every maker halved the cost of its dry rooms and separators within a year."]
+    assert both.removed_claims == 1 and both.flagged == 0 and "halved" not in both.markdown
+    assert "Cells must be made in dry rooms [1]." in both.markdown
+    assert "1 claim(s) that the cited source does not support were removed" in both.markdown
+    kept = report_check(md, SOURCES, judge=lambda claim, passage: True)
+    assert kept.removed_claims == 0 and kept.flagged == 0 and "halved" in kept.markdown
+    # Other-script claims are never removed on the judge's word alone: marked only.
+    zh = report_check("固态电池需要在干燥间中生产 [3]。\n", SOURCES, locale="zh-CN", judge=lambda c, p: False)
+    assert zh.removed_claims == 0 and zh.flagged == 1
+
+
+def test_a_pointer_left_without_its_address_goes_whole():
+    md = (
+        "# R\n\nCells must be made in dry rooms [3]. More at https://unknown.example.net/page. "
+        "See <https://evil.example/y>: details.\n\n"
+        "钠离子电池的能量密度低于磷酸铁锂电池，这一点在多份报告里都有说明，详见 https://bad.example.cn/x。[6]\n\n"
+        "Read more: https://evil.example/z\n\nThe next paragraph stays.\n"
+    )
+    result = report_check(md, SOURCES)
+    body = result.markdown.split("## References")[0]
+    assert "More at" not in body and "Read more" not in body and "unknown.example" not in body
+    assert "Cells must be made in dry rooms [1]." in body
+    assert "See : details." in body or "See: details." in body  # text after the address is kept
+    assert "钠离子电池的能量密度低于磷酸铁锂电池" in body  # a long sentence keeps its words
+    assert "\n\n\n" not in body and "The next paragraph stays." in body
+    assert result.removed_links == 4

@@ -362,6 +362,15 @@ class Scenario:
         parts.append("以上发现回答了用户的问题。" if zh else conclusion_en)
         return Reply(content="\n".join(parts) + "\n")
 
+    def _verifier(self, request: dict[str, Any]) -> Reply:
+        """A literal-minded judge: the claim is supported when nearly all of its words are in the passage."""
+        task = self._task(request)
+        claim, passage = section(task, "Claim").lower(), section(task, "Passage").lower()
+        words = set(re.findall(r"\w{4,}", claim))
+        found = words & set(re.findall(r"\w{4,}", passage))
+        supported = not words or len(found) >= 0.8 * len(words)
+        return Reply(content=json.dumps({"supported": supported}))
+
     def _followup(self, request: dict[str, Any]) -> Reply:
         """Quote one sentence of the best-matching numbered source, cited, plus one bogus citation."""
         task = self._task(request)
