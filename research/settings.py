@@ -232,6 +232,7 @@ TAVILY_API_KEY = env_str("TAVILY_API_KEY", "")
 FETCH_ALLOW_LOOPBACK = env_bool("FETCH_ALLOW_LOOPBACK", False)
 MCP_SERVERS = env_json("MCP_SERVERS", [])
 SANDBOX_TIMEOUT_S = env_int("SANDBOX_TIMEOUT_S", 30)
+SANDBOX_LIMITS = env_str("SANDBOX_LIMITS", "auto")  # auto | cgroup | watcher (docs/tools.md)
 TTS_BACKEND = env_str("TTS_BACKEND", "auto")  # auto | edge | espeak | flite
 
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
