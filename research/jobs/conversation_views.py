@@ -61,6 +61,7 @@ def job_followup_fold(request: HttpRequest, job_id: int, number: int) -> HttpRes
     except (InvalidAction, ValidationError) as exc:
         messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
     else:
-        messages.success(request, _("Added to the report as version %(v)d; the outputs are being re-rendered.")
-                         % {"v": version})
+        text = (_("Added to the report as version %(v)d; the outputs are being re-rendered.") if job.renders.exists()
+                else _("Added to the report as version %(v)d."))
+        messages.success(request, text % {"v": version})
     return redirect("job_detail", job_id=job.pk)

@@ -334,7 +334,8 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
             except (services.InvalidAction, ValidationError) as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, _("Saved as a new version; the outputs are being re-rendered."))
+                messages.success(request, _("Saved as a new version; the outputs are being re-rendered.")
+                                 if job.renders.exists() else _("Saved as a new version."))
                 return redirect("job_detail", job_id=job.pk)
     versions = job.report_versions.order_by("-number")
     markdown = form.data.get("markdown", report.markdown) if form.is_bound else report.markdown
@@ -368,8 +369,9 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
         except (services.InvalidAction, ValidationError) as exc:
             messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
         else:
-            messages.success(request, _("Restored v%(n)s as a new version; the outputs are being re-rendered.")
-                             % {"n": number})
+            text = (_("Restored v%(n)s as a new version; the outputs are being re-rendered.") if job.renders.exists()
+                    else _("Restored v%(n)s as a new version."))
+            messages.success(request, text % {"n": number})
         return redirect("job_detail", job_id=job.pk)
     diff = selectors.report_diff(old=version.markdown, new=current.markdown, old_label=f"v{number}",
                                  new_label=f"v{current.number}") if version.pk != current.pk else []

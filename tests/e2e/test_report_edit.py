@@ -8,6 +8,7 @@ import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
 from tests.e2e.conftest import sign_in, submit_offline_job
+from tests.e2e.test_clarify_browser import _shot
 from tests.integration.helpers import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -20,6 +21,10 @@ def test_report_edit_preview_citations_versions(page, dora, asgi_server, worker,
     job = wait_for(ResearchJob.objects.get(pk=job_id), {JobStatus.DONE, JobStatus.FAILED}, worker=worker)
     assert job.status == JobStatus.DONE, job.error
     original = job.report_versions.get(number=1).markdown
+    page.goto(base + f"/jobs/{job_id}/")
+    check = page.inner_text("#report-check")  # the claim check's counts, for the version shown
+    counts = re.search(r"Claim check: (\d+) of (\d+) cited claims found in their sources", check)
+    assert counts and int(counts.group(2)) > 0 and counts.group(1) == counts.group(2), check
 
     page.goto(base + f"/jobs/{job_id}/report/edit/")
     area = page.locator("textarea[name=markdown]")
@@ -36,6 +41,11 @@ def test_report_edit_preview_citations_versions(page, dora, asgi_server, worker,
     page.click("#save-report")
     page.wait_for_url(re.compile(rf".*/jobs/{job_id}/$"))
     assert job.report_versions.count() == 2
+    # Its source does not say that: marked in the text, counted under the heading.
+    page.wait_for_selector("#report-check:has-text('marked unverified: 1')")
+    assert "Claim check: 0 of 1 cited claims" in page.inner_text("#report-check")
+    assert "(unverified)" in page.inner_text("#report")
+    page.screenshot(path=str(_shot("report-edit-check")), full_page=True)
     # Open v1, see what changed, restore it.
     page.goto(base + f"/jobs/{job_id}/report/edit/")
     page.click("#report-versions a.open-version")
