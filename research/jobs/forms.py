@@ -174,9 +174,30 @@ def plan_rows_apply(rows: list[dict[str, Any]], op: str) -> list[dict[str, Any]]
     return rows
 
 
+# Each "[" costs the Markdown renderer tens of microseconds (an unclosed "![" most), so half a million of them
+# would hold a web thread for many seconds; a real report has a few hundred.
+MAX_REPORT_BRACKETS = 10_000
+
+
+def report_markdown_problem(markdown: str) -> str:
+    """Why an edited report cannot be rendered, or "" (checked before any rendering)."""
+    count = markdown.count("[")
+    if count > MAX_REPORT_BRACKETS:
+        return str(_("The report has %(n)d “[” characters; at most %(max)d are accepted.")
+                   % {"n": count, "max": MAX_REPORT_BRACKETS})
+    return ""
+
+
 class ReportEditForm(forms.Form):
     markdown = forms.CharField(label=_("Report (Markdown)"), widget=forms.Textarea(attrs={"rows": 30}),
                                max_length=500_000, strip=False)
+
+    def clean_markdown(self) -> str:
+        markdown = str(self.cleaned_data["markdown"])
+        problem = report_markdown_problem(markdown)
+        if problem:
+            raise forms.ValidationError(problem)
+        return markdown
 
 
 class SignupForm(forms.Form):

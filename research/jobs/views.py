@@ -30,6 +30,7 @@ from research.jobs.forms import (
     plan_initial,
     plan_rows_apply,
     plan_rows_from_post,
+    report_markdown_problem,
 )
 from research.jobs.media import job_media, preview_dir
 from research.jobs.models import JobStatus, ResearchJob
@@ -339,7 +340,9 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
                 return redirect("job_detail", job_id=job.pk)
     versions = job.report_versions.order_by("-number")
     markdown = form.data.get("markdown", report.markdown) if form.is_bound else report.markdown
-    preview = markdown_to_html(str(markdown), figure_url=_figure_url(job))
+    # An edit refused as too costly to render is not rendered for the preview either.
+    costly = report_markdown_problem(str(markdown))
+    preview = "" if costly else markdown_to_html(str(markdown), figure_url=_figure_url(job))
     return render(request, "jobs/report_edit.html", {"job": job, "form": form, "versions": versions,
                                                      "current": report, "preview": preview},
                   status=400 if form.errors else 200)
@@ -351,6 +354,9 @@ def job_report_preview(request: HttpRequest, job_id: int) -> JsonResponse:
     """Live preview for the report editor: sanitized HTML plus the citation check, nothing saved."""
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     markdown = request.POST.get("markdown", "")[:500_000]
+    problem = report_markdown_problem(markdown)
+    if problem:
+        return JsonResponse({"html": "", "problem": problem})
     return JsonResponse({"html": str(markdown_to_html(markdown, figure_url=_figure_url(job))),
                          "problem": _report_check(job, markdown)})
 

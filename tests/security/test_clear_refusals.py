@@ -28,3 +28,28 @@ def test_an_oversized_plan_post_gets_a_readable_400(alice, alice_objects, settin
     body = response.content.decode()
     assert response.status_code == 400
     assert "more than 1000 fields" in body and "at most" in body and "steps" in body
+
+
+def test_a_report_edit_too_costly_to_render_is_refused_before_rendering(alice, alice_client, monkeypatch):
+    from research.jobs import services, views
+    from research.jobs.models import JobStatus, ResearchJob
+
+    job = services.job_create(user=alice, question="What is the state of heat pumps?", options={"engine": "offline"})
+    services.report_version_create(job=job, markdown="# R\n\nHeat pumps move heat.\n", author="reporter")
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+    rendered: list[int] = []
+    real = views.markdown_to_html
+    monkeypatch.setattr(views, "markdown_to_html", lambda text, **kw: rendered.append(len(text)) or real(text, **kw))
+    attack = "# R\n\n" + "![" * 20_000  # ~1.3 s of rendering here; 250,000 of them would be ~17 s
+
+    response = alice_client.post(f"/jobs/{job.pk}/report/edit/", {"markdown": attack})
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "The report has 20000 “[” characters; at most 10000 are accepted." in body
+    assert job.report_versions.count() == 1  # nothing saved
+    preview = alice_client.post(f"/jobs/{job.pk}/report/preview/", {"markdown": attack}).json()
+    assert preview == {"html": "", "problem": "The report has 20000 “[” characters; at most 10000 are accepted."}
+    assert all(n < 1000 for n in rendered), rendered  # the attack text itself was never rendered
+
+    fine = "# R\n\nHeat pumps move heat [1].\n" + "- [x] item\n" * 100
+    assert alice_client.post(f"/jobs/{job.pk}/report/preview/", {"markdown": fine}).json()["html"]

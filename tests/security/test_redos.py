@@ -165,8 +165,9 @@ HELPER_ATTACKS = {
     "citation openers": lambda n: ("[1 " * (n // 3 + 1))[:n],
     "figure openers, never closed (regexes only)": lambda n: ("![a" * (n // 3 + 1))[:n],
 }
-# markdown-it-py itself spends ~0.4 ms per unclosed `![` (linear, but 250k of them take minutes):
-# a known gap (docs/operations.md), so that attack runs only against the regex-based helpers.
+# markdown-it-py itself spends tens of microseconds per unclosed `![` (linear, but 250k of them take
+# seconds), so report edits with more than 10,000 "[" are refused before anything renders them
+# (tests/security/test_clear_refusals.py); this attack runs only against the regex-based helpers.
 _MARKDOWN_IT_HELPERS = {"markdown_title", "markdown_sections", "strip_inline_markdown"}
 
 
@@ -188,7 +189,7 @@ def _helpers() -> dict[str, Callable[[str], object]]:
                                     "finalize_report", "fix_figure_refs"])
 def test_report_text_helpers_are_linear_on_500k_adversarial_text(helper: str, attack: str):
     if helper in _MARKDOWN_IT_HELPERS and "regexes only" in attack:
-        pytest.skip("markdown-it-py's cost per unclosed `![` is a known gap")
+        pytest.skip("markdown-it-py's cost per `![`: such edits are refused before rendering")
     func = _helpers()[helper]
     plain = max(_cost(func, _grow(PLAIN.replace("\n", " "), N)), _per_char_floor(N))
     ratio = _cost(func, HELPER_ATTACKS[attack](N)) / plain
