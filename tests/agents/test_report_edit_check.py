@@ -49,3 +49,19 @@ def test_the_job_page_shows_the_claim_check_of_the_version_it_shows(alice, alice
     assert "unsupported claims removed" not in line
     zh = alice_client.get(f"/jobs/{job.pk}/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
     assert "引用核查：2 处带引用的说法中有 1 处在其来源中找到" in zh
+
+
+def test_a_report_that_cites_none_of_its_sources_says_so_on_the_job_page(alice, alice_client):
+    # What a tiny real model wrote (make test-models): prose about the task, not one citation.
+    job = services.job_create(user=alice, question="How have solar costs changed?", options={"engine": "offline"})
+    for n in (1, 2):
+        Source.objects.create(job=job, number=n, url=f"https://solar.example/{n}", title=f"S{n}", text="Costs fell.",
+                              text_hash=str(n))
+    services.report_version_create(job=job, markdown="# R\n\nOld.\n", author="reporter")
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+    job.refresh_from_db()
+    services.report_edit(job=job, markdown="# R\n\nThe final report will be structured in the academic style.\n")
+    page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    line = page.split('id="report-check">', 1)[1].split("</p>", 1)[0]
+    assert "The report cites none of the 2 sources the research found" in line
+    assert 'class="notice warn" id="report-check"' in page
