@@ -58,6 +58,13 @@ def document_list(*, collection: Collection) -> QuerySet[Document]:
     return Document.objects.filter(collection=collection).defer("text", "data").order_by("-created", "-id")
 
 
+def document_statuses(*, collection: Collection) -> list[dict[str, object]]:
+    """id, status, chunk count and failure reason of each document: what the collection page polls while indexing."""
+    rows = Document.objects.filter(collection=collection).order_by("-created", "-id")
+    return [{"id": pk, "status": status, "chunks": chunks, "error": error}
+            for pk, status, chunks, error in rows.values_list("id", "status", "chunk_count", "error")]
+
+
 def document_get_for_user(*, user: User | AnonymousUser, document_id: int) -> Document:
     if _is_anonymous(user):
         raise Http404("No such document.")

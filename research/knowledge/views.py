@@ -12,8 +12,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -101,6 +102,18 @@ def collection_delete(request: HttpRequest, collection_id: int) -> HttpResponse:
         "knowledge/confirm_delete.html",
         {"object": collection, "collection": collection, "cancel_url": collection_detail_url(collection.pk)},
     )
+
+
+@login_required
+def collection_statuses(request: HttpRequest, collection_id: int) -> HttpResponse:
+    """The documents' indexing states as JSON, for the pages that show "indexing…" (static/js/kb_status.js)."""
+    collection = selectors.collection_get_for_user(user=request.user, collection_id=collection_id)
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET"])
+    documents = selectors.document_statuses(collection=collection)
+    for d in documents:  # the label exactly as the page writes it, in the page's language
+        d["label"] = render_to_string("knowledge/_document_status.html", {"document": d}, request=request).strip()
+    return JsonResponse({"documents": documents})
 
 
 def collection_detail_url(collection_id: int) -> str:
