@@ -10,13 +10,19 @@ from research.jobs.models import JobStatus, ResearchJob, Source
 pytestmark = pytest.mark.django_db
 
 
-def test_report_edit_drops_unknown_citations_and_unregistered_links(alice):
+def _done_job(alice) -> ResearchJob:
+    """A finished job with one registered source [4] and a report citing it."""
     job = services.job_create(user=alice, question="What limits solid-state batteries?", options={"engine": "offline"})
     Source.objects.create(job=job, number=4, url="https://batteries.example/ssb", title="SSB",
                           text="Cells must be made in dry rooms.", text_hash="x")
     services.report_version_create(job=job, markdown="# R\n\nCells must be made in dry rooms [4].\n", author="reporter")
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
     job.refresh_from_db()
+    return job
+
+
+def test_report_edit_drops_unknown_citations_and_unregistered_links(alice):
+    job = _done_job(alice)
     edited = (
         "# R\n\nCells must be made in dry rooms [4]. A [trial](https://elsewhere.example/t) says more [9].\n"
     )
@@ -30,12 +36,7 @@ def test_report_edit_drops_unknown_citations_and_unregistered_links(alice):
 
 
 def test_the_job_page_shows_the_claim_check_of_the_version_it_shows(alice, alice_client):
-    job = services.job_create(user=alice, question="What limits solid-state batteries?", options={"engine": "offline"})
-    Source.objects.create(job=job, number=4, url="https://batteries.example/ssb", title="SSB",
-                          text="Cells must be made in dry rooms.", text_hash="x")
-    services.report_version_create(job=job, markdown="# R\n\nCells must be made in dry rooms [4].\n", author="reporter")
-    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
-    job.refresh_from_db()
+    job = _done_job(alice)
     page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
     assert 'id="report-check"' not in page  # no check recorded for v1: nothing claimed
     services.report_edit(job=job, markdown=(

@@ -7,21 +7,26 @@ import pytest
 
 from research.jobs import dispatch
 from research.knowledge import services
+from research.knowledge.models import Collection, Document
 from tests.e2e.conftest import sign_in
 from tests.e2e.test_clarify_browser import _shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+HEAT_PUMPS = b"# Heat pumps\n\nHeat pumps move heat instead of making it."
+
+
+def _submitted(owner, monkeypatch, files: list[tuple[str, bytes]]) -> tuple[Collection, list[Document]]:
+    """Documents submitted as the upload view does, but with no task sent: the test runs the index itself,
+    so the page is certain to be drawn while they are still indexing."""
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    collection = services.collection_create(owner=owner, name="notes")
+    return collection, [services.document_submit(collection=collection, filename=n, data=d)[0] for n, d in files]
 
 
 def test_indexing_status_updates_live(page, dora, asgi_server, monkeypatch):
     base = asgi_server.url
-    # Submitted as the upload view does, but no task is sent: this test runs the index itself, so the page is
-    # certain to be drawn while the documents are still indexing.
-    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
-    collection = services.collection_create(owner=dora, name="notes")
-    good, _ = services.document_submit(collection=collection, filename="heat-pumps.md",
-                                       data=b"# Heat pumps\n\nHeat pumps move heat instead of making it.")
-    bad, _ = services.document_submit(collection=collection, filename="broken.pdf", data=b"%PDF-1.4\nnot a pdf")
+    collection, (good, bad) = _submitted(dora, monkeypatch, [("heat-pumps.md", HEAT_PUMPS),
+                                                             ("broken.pdf", b"%PDF-1.4\nnot a pdf")])
     sign_in(page, base)
 
     page.goto(base + f"/kb/{collection.pk}/")
@@ -45,10 +50,7 @@ def test_indexing_status_updates_live(page, dora, asgi_server, monkeypatch):
 
 def test_document_page_shows_the_text_once_indexed(page, dora, asgi_server, monkeypatch):
     base = asgi_server.url
-    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
-    collection = services.collection_create(owner=dora, name="notes")
-    doc, _ = services.document_submit(collection=collection, filename="heat-pumps.md",
-                                      data=b"# Heat pumps\n\nHeat pumps move heat instead of making it.")
+    _, (doc,) = _submitted(dora, monkeypatch, [("heat-pumps.md", HEAT_PUMPS)])
     sign_in(page, base)
     page.goto(base + f"/kb/documents/{doc.pk}/")
     assert page.inner_text(".kb-status") == "indexing…" and not page.query_selector(".kb-text")
