@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-_RUN = Path(tempfile.mkdtemp(prefix="research-tests-"))
-os.environ["TEST_RUN_DIR"] = str(_RUN)
+# Processes a test run starts (and their forks) share its folder; the run that made it removes it at the end,
+# unless KEEP_TEST_RUN_DIR=1 (logs, screenshots, the database stay for a look).
+_inherited = os.environ.get("TEST_RUN_DIR", "")
+if _inherited and Path(_inherited).is_dir():
+    _RUN = Path(_inherited)
+else:
+    _RUN = Path(tempfile.mkdtemp(prefix="research-tests-"))
+    os.environ["TEST_RUN_DIR"] = str(_RUN)
+    if os.environ.get("KEEP_TEST_RUN_DIR") != "1":
+        _creator = os.getpid()
+        atexit.register(lambda: os.getpid() == _creator and shutil.rmtree(_RUN, ignore_errors=True))
 os.environ.setdefault("OUTPUTS_DIR", str(_RUN / "outputs"))
 os.environ["STORAGE_BACKEND"] = "filesystem"  # tests that need S3 start their own server (tests/scale)
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
