@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from research.agents.citations import filter_citations, fix_figure_refs, strip_references_section
-from research.agents.clock import today_section
 from research.agents.nodes.budget import StepBudget
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -14,7 +13,9 @@ from research.agents.nodes.messages import (
     call_id,
     plan_outline,
     prior_block,
+    sections,
     step_block,
+    task_head,
 )
 from research.agents.nodes.model import (
     ChatModel,
@@ -37,18 +38,12 @@ def process(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResul
     locale = plan.locale or ctx.locale
     budget = StepBudget.from_options(ctx.options)
     window = llm.context_window()
-    user = "\n\n".join(
-        part
-        for part in (
-            f"## Question\n{ctx.question.strip()}",
-            f"## Locale\n{locale}",
-            today_section(),  # in the user turn: the system prefix stays cacheable
-            plan_outline(plan, descriptions=False),
-            prior_block(llm, prior, window // 3),
-            step_block(step),
-            "Write the complete Python program for this step now.",
-        )
-        if part
+    user = sections(
+        *task_head(ctx.question, locale),
+        plan_outline(plan, descriptions=False),
+        prior_block(llm, prior, window // 3),
+        step_block(step),
+        "Write the complete Python program for this step now.",
     )
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": load_prompt("coder", locale)},

@@ -7,8 +7,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from research.agents.citations import citation_numbers
+from research.agents.clock import today_section
 from research.agents.nodes.model import ChatModel, ToolCall, fit_texts, truncate_tokens
 from research.agents.types import Plan, PlanStep, SourceRef, StepResult
+
+
+def task_head(question: str, locale: str) -> list[str]:
+    """The sections every task message opens with. Today's date goes in the user turn, never the system
+    prompt, so the system prefix stays identical across days and the server's prefix cache keeps serving it."""
+    return [f"## Question\n{question.strip()}", f"## Locale\n{locale}", today_section()]
+
+
+def sections(*parts: str) -> str:
+    """Task sections joined by blank lines, empty ones left out."""
+    return "\n\n".join(part for part in parts if part)
 
 
 def plan_outline(plan: Plan, *, descriptions: bool = True) -> str:

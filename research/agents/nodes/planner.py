@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from research.agents.clock import today_section
 from research.agents.graph import normalize_plan
+from research.agents.nodes.messages import task_head
 from research.agents.nodes.model import EngineError, StructuredOutputError, require_model, truncate_tokens
 from research.agents.prompts import load_prompt
 from research.agents.text import detect_locale
@@ -21,12 +21,7 @@ def plan(
     llm = require_model(ctx)
     locale = ctx.locale or detect_locale(ctx.question)
     max_steps = max(1, int(max_steps))
-    parts = [
-        f"## Question\n{ctx.question.strip()}",
-        f"## Locale\n{locale}",
-        today_section(),  # in the user turn: the system prefix stays cacheable
-        f"## Maximum number of steps\n{max_steps}",
-    ]
+    parts = [*task_head(ctx.question, locale), f"## Maximum number of steps\n{max_steps}"]
     if background.strip():
         fitted = truncate_tokens(llm, background.strip(), max(500, llm.context_window() // 4))
         parts.append(f"## Background (quick search results)\n{fitted}")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from research.agents.citations import ensure_title, fix_figure_refs, strip_references_section
-from research.agents.clock import today_section
-from research.agents.nodes.messages import plan_outline
+from research.agents.nodes.messages import plan_outline, sections, task_head
 from research.agents.nodes.model import ANSWER_RESERVE, EngineError, fit_texts, require_model
 from research.agents.prompts import load_fragment, load_prompt
 from research.agents.types import STYLES, AgentContext, Plan, StepResult
@@ -32,20 +31,14 @@ def report(
     known_figures = figures + [f for f in ctx.figures() if f not in figures]
 
     source_lines = "\n".join(f"[{s.number}] {s.title[:150]} — {s.url}" for s in sources)
-    head = "\n\n".join(
-        part
-        for part in (
-            f"## Question\n{ctx.question.strip()}",
-            f"## Locale\n{locale}",
-            today_section(),  # in the user turn: the system prefix stays cacheable
-            f"## Style\n{style}",
-            plan_outline(plan),
-            "## Sources (cite only these numbers)\n" + (source_lines or "(none)"),
-            "## Figures (embed as ![caption](figures/<name>))\n" + "\n".join(f"- {f}" for f in figures)
-            if figures
-            else "",
-        )
-        if part
+    head = sections(
+        *task_head(ctx.question, locale),
+        f"## Style\n{style}",
+        plan_outline(plan),
+        "## Sources (cite only these numbers)\n" + (source_lines or "(none)"),
+        "## Figures (embed as ![caption](figures/<name>))\n" + "\n".join(f"- {f}" for f in figures)
+        if figures
+        else "",
     )
     system = load_prompt("reporter", locale)
     window = llm.context_window()

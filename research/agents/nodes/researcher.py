@@ -10,7 +10,6 @@ from typing import Any
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from research.agents.citations import filter_citations, strip_references_section
-from research.agents.clock import today_section
 from research.agents.nodes.budget import StepBudget, round_seconds
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -18,8 +17,10 @@ from research.agents.nodes.messages import (
     call_id,
     plan_outline,
     prior_block,
+    sections,
     source_listing,
     step_block,
+    task_head,
 )
 from research.agents.nodes.model import (
     ANSWER_RESERVE,
@@ -171,19 +172,13 @@ def research(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResu
     )
     tools = run.tool_schemas()
     system = load_prompt("researcher", locale)
-    user = "\n\n".join(
-        part
-        for part in (
-            f"## Question\n{ctx.question.strip()}",
-            f"## Locale\n{locale}",
-            today_section(),  # in the user turn: the system prefix stays cacheable
-            plan_outline(plan, descriptions=False),
-            prior_block(llm, prior, window // 4),
-            step_block(step),
-            f"## Tools\nAvailable: {', '.join(run.tool_names())}. "
-            f"You have at most {budget.max_rounds} tool rounds; then write the step report.",
-        )
-        if part
+    user = sections(
+        *task_head(ctx.question, locale),
+        plan_outline(plan, descriptions=False),
+        prior_block(llm, prior, window // 4),
+        step_block(step),
+        f"## Tools\nAvailable: {', '.join(run.tool_names())}. "
+        f"You have at most {budget.max_rounds} tool rounds; then write the step report.",
     )
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system},
