@@ -22,7 +22,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -48,11 +48,20 @@ class BenchScenario(Scenario):
         return reply
 
 
-def main() -> int:
-    scenario = BenchScenario(steps=12, step_types=("research",) * 12, bogus_citation=False)
+class _Site(Protocol):
+    url: str
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+
+def serve(scenario: Scenario, site: _Site) -> int:
+    """Start the double playing `scenario` and `site`, print their URLs, then apply settings read from stdin
+    until it closes (the protocol in the module doc)."""
     fake = FakeLLM(scenario, max_model_len=32768).start()
-    site = TestSite().start()
-    for server in (fake._server, site._server):  # clients that hang up (stopped workers) are not errors here
+    site.start()
+    for server in (fake._server, getattr(site, "_server", None)):  # clients that hang up are not errors here
         if server is not None:
             server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     print(json.dumps({"llm": fake.base_url, "site": site.url}), flush=True)
@@ -67,19 +76,24 @@ def main() -> int:
                 fake.tokens_per_s = float(cmd["tokens_per_s"])
             if "batch_slowdown" in cmd:
                 fake.batch_slowdown = max(0.0, float(cmd["batch_slowdown"]))
-            if "think_words" in cmd:
+            if "think_words" in cmd and isinstance(scenario, BenchScenario):
                 scenario.think_words = int(cmd["think_words"])
             with scenario._lock:
                 scenario.calls.clear()  # the logs are not needed; keep memory flat
             with fake._lock:
                 fake.requests.clear()
             print(json.dumps({"ok": True, "ttft": fake.ttft, "tokens_per_s": fake.tokens_per_s,
-                              "think_words": scenario.think_words, "batch_slowdown": fake.batch_slowdown}),
+                              "think_words": getattr(scenario, "think_words", 0),
+                              "batch_slowdown": fake.batch_slowdown}),
                   flush=True)
     finally:
         fake.stop()
         site.stop()
     return 0
+
+
+def main() -> int:
+    return serve(BenchScenario(steps=12, step_types=("research",) * 12, bogus_citation=False), TestSite())
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ link and a bare URL to pages no tool returned, and a citation to a source that d
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -19,7 +18,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.eval.corpus import CorpusSite
-from tests.support.fake_llm import FakeLLM, Reply
+from bench.model_server import serve
+from tests.support.fake_llm import Reply
 from tests.support.scenario import Scenario, section
 
 _KNOWN = re.compile(r"^\[(\d+)\] ", re.M)
@@ -40,21 +40,7 @@ class EvalScenario(Scenario):
 
 
 def main() -> int:
-    fake = FakeLLM(EvalScenario(steps=4, step_types=("research",) * 4, bogus_citation=True), max_model_len=32768)
-    fake.start()
-    site = CorpusSite().start()
-    print(json.dumps({"llm": fake.base_url, "site": site.url}), flush=True)
-    try:
-        for line in sys.stdin:
-            if line.strip():
-                cmd = json.loads(line)
-                fake.ttft = float(cmd.get("ttft", fake.ttft))
-                fake.tokens_per_s = float(cmd.get("tokens_per_s", fake.tokens_per_s))
-                print(json.dumps({"ok": True}), flush=True)
-    finally:
-        fake.stop()
-        site.stop()
-    return 0
+    return serve(EvalScenario(steps=4, step_types=("research",) * 4, bogus_citation=True), CorpusSite())
 
 
 if __name__ == "__main__":
