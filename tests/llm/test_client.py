@@ -28,17 +28,9 @@ from research.llm.client import (
 )
 from research.llm.factory import client_from_settings, server_available
 from research.llm.profiles import PROFILES, get_profile
-from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.fake_llm import SEARCH_TOOL, FakeLLM, Reply
 
 USER = [{"role": "user", "content": "What is new in solar power?"}]
-SEARCH_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "search",
-        "description": "Search the web.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-    },
-}
 
 
 class Step(BaseModel):

@@ -23,17 +23,9 @@ from research.llm.client import (
     strip_limits,
 )
 from tests.llm import vllm_streams
-from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.fake_llm import SEARCH_TOOL, FakeLLM, Reply
 
 USER = [{"role": "user", "content": "Plan research on solar power."}]
-SEARCH_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "search",
-        "description": "Search the web.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-    },
-}
 
 
 class Reply_(BaseModel):

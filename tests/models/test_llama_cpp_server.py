@@ -17,20 +17,12 @@ from research.jobs.models import JobStatus, LLMCall
 from research.llm.client import LLMClient, StructuredOutputError, format_level
 from tests.integration.helpers import wait_for
 from tests.models.conftest import MODEL_ENV, ModelServer
+from tests.support.fake_llm import SEARCH_TOOL
 
 # The real server is optional: `make test-models` installs llama-cpp-python and names the model.
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `make test-models`")
 if not os.environ.get(MODEL_ENV):
     pytest.skip(f"{MODEL_ENV} is set by `make test-models`", allow_module_level=True)
-
-SEARCH = {
-    "type": "function",
-    "function": {
-        "name": "search",
-        "description": "Search the web for a query.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-    },
-}
 
 
 class Answer(BaseModel):
@@ -58,7 +50,7 @@ def test_client_against_the_real_server(model_server: ModelServer) -> None:
 
     # Tools through chatml-function-calling: either a call to the offered tool or text.
     result = client.chat([{"role": "user", "content": "Search the web for solar power prices."}],
-                         tools=[SEARCH], max_tokens=96)
+                         tools=[SEARCH_TOOL], max_tokens=96)
     assert result.finish_reason in ("stop", "tool_calls", "length")
     for call in result.tool_calls:
         assert call.name == "search" or call.parse_error

@@ -68,6 +68,16 @@ INJECTIONS = (
 #: What llama-cpp-python 0.3.36's server answers to ``response_format: json_schema`` (recorded
 #: against the real server): its request model accepts only ``text`` and ``json_object``
 #: (+ ``schema``), and the validation error comes back as an HTTP 500 with the failing frame.
+# An OpenAI tool definition for tests that check tool calls, against this double and real servers alike.
+SEARCH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "description": "Search the web.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+}
+
 LLAMA_CPP_FORMAT_ERROR = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
     "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
