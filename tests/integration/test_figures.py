@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,8 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE
 from research.jobs import services
 from research.jobs.models import JobStatus
 from tests.integration.helpers import wait_for
-from tests.support.scenario import Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def scenario(fake_llm) -> Iterator[Scenario]:
-    from tests.support.scenario import research_scenario
-
-    play = Scenario()
-    fake_llm.set_responder(play)
-    yield play
-    fake_llm.set_responder(research_scenario)
 
 
 def test_coder_chart_is_in_the_pdf_and_the_slides(alice, worker, live_settings, scenario):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,20 +16,9 @@ from research.jobs import services
 from research.jobs.models import JobStatus, LLMCall, Source
 from tests.integration.helpers import assert_event_log_complete, wait_for
 from tests.support.fake_llm import Reply
-from tests.support.scenario import Scenario, agent_of
+from tests.support.scenario import agent_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def scenario(fake_llm) -> Iterator[Scenario]:
-    """A fresh scripted model for this test; the session default is restored afterwards."""
-    from tests.support.scenario import research_scenario
-
-    play = Scenario()
-    fake_llm.set_responder(play)
-    yield play
-    fake_llm.set_responder(research_scenario)
 
 
 def _fetched_urls(job) -> set[str]:
