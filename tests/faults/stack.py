@@ -34,7 +34,15 @@ from research.jobs.models import JobEvent, ResearchJob, Source, StepStatus
 from research.runtime import free_port
 from tests.integration.helpers import assert_event_log_complete
 from tests.support.fake_llm import FakeLLM, Reply
-from tests.support.procs import AsgiServer, BeatProcess, MakeWorkerProcess, RedisServer, WorkerProcess, base_env
+from tests.support.procs import (
+    AsgiServer,
+    BeatProcess,
+    MakeWorkerProcess,
+    RedisServer,
+    WorkerProcess,
+    base_env,
+    other_workers_paused,
+)
 from tests.support.scenario import Scenario, agent_of, section
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -338,14 +346,8 @@ def check_event_log(job: ResearchJob) -> list[JobEvent]:
 @pytest.fixture(scope="package")
 def quiet_other_workers() -> Iterator[None]:
     """Stop the session's worker (its reaper would run this package's stranded steps); restart it after."""
-    paused = [w for w in list(WorkerProcess.live) if w.running]
-    for proc in paused:
-        proc.stop()
-    yield
-    for proc in paused:
-        if proc.log.exists():  # start() waits for "ready." in the log: let it see only the new run's
-            proc.log.rename(proc.log.with_name(proc.log.name + f".{time.time_ns()}"))
-        proc.start()
+    with other_workers_paused():
+        yield
 
 
 @pytest.fixture(scope="package")

@@ -20,7 +20,7 @@ import pytest
 from research import devserver, runtime
 from research.jobs.models import JobStatus, JobStep, ResearchJob
 from tests.faults.stack import Director, PeerFakeLLM, wait_until
-from tests.support.procs import WorkerProcess, base_env
+from tests.support.procs import base_env, other_workers_paused
 from tests.support.scenario import Scenario
 
 pytestmark = [pytest.mark.integration]
@@ -95,14 +95,8 @@ def test_backoff_doubles_to_a_cap_and_resets_after_a_stable_minute(monkeypatch):
 @pytest.fixture
 def no_other_workers() -> Iterator[None]:
     """The session's worker shares the test database; its reaper would run the stranded step. Pause it."""
-    paused = [w for w in list(WorkerProcess.live) if w.running]
-    for proc in paused:
-        proc.stop()
-    yield
-    for proc in paused:
-        if proc.log.exists():  # start() waits for "ready." in the log: let it see only the new run's
-            proc.log.rename(proc.log.with_name(proc.log.name + f".{time.time_ns()}"))
-        proc.start()
+    with other_workers_paused():
+        yield
 
 
 @pytest.fixture

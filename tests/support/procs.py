@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
@@ -228,3 +230,17 @@ class AsgiServer:
             except subprocess.TimeoutExpired:  # many open sockets can outlast a graceful stop
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+
+
+@contextmanager
+def other_workers_paused() -> Iterator[None]:
+    """Stop every running test worker (their reapers would pick up steps a test strands on purpose) and
+    start them again afterwards."""
+    paused = [w for w in list(WorkerProcess.live) if w.running]
+    for proc in paused:
+        proc.stop()
+    yield
+    for proc in paused:
+        if proc.log.exists():  # start() waits for "ready." in the log: let it see only the new run's
+            proc.log.rename(proc.log.with_name(proc.log.name + f".{time.time_ns()}"))
+        proc.start()
