@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import TooManyFieldsSent
+from django.core.exceptions import TooManyFieldsSent, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
@@ -19,3 +19,8 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
         ) % {"n": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS, "steps": settings.JOB_MAX_STEPS}
         return render(request, "400.html", {"message": message}, status=400)
     return django_bad_request(request, exception)
+
+
+def error_text(exc: Exception) -> str:
+    """A refusal as one line for a flash message: a ValidationError's messages joined, else the exception's text."""
+    return "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from research.agents.types import MAX_CLARIFY_QUESTIONS
+from research.errors import error_text
 from research.jobs import conversation, followups, selectors
 from research.jobs.services import InvalidAction
 
@@ -23,7 +24,7 @@ def job_clarify(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
         conversation.clarification_answer(job=job, answers=answers, skip=request.POST.get("op") == "skip")
     except (InvalidAction, ValidationError) as exc:
-        messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        messages.error(request, error_text(exc))
     else:
         messages.success(request, _("Thanks; the planner is writing the plan."))
     return redirect("job_detail", job_id=job.pk)
@@ -47,7 +48,7 @@ def job_followup(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
         followup = followups.followup_ask(job=job, question=request.POST.get("question", ""))
     except (InvalidAction, ValidationError) as exc:
-        messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        messages.error(request, error_text(exc))
         return redirect("job_detail", job_id=job.pk)
     return redirect(f"/jobs/{job.pk}/#followup-{followup.number}")
 
@@ -59,7 +60,7 @@ def job_followup_fold(request: HttpRequest, job_id: int, number: int) -> HttpRes
     try:
         version = followups.followup_fold(job=job, number=number)
     except (InvalidAction, ValidationError) as exc:
-        messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        messages.error(request, error_text(exc))
     else:
         text = (_("Added to the report as version %(v)d; the outputs are being re-rendered.") if job.renders.exists()
                 else _("Added to the report as version %(v)d."))

@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from research.agents.types import Plan
+from research.errors import error_text
 from research.jobs import selectors, services, storage
 from research.jobs.failures import failure_explain, search_advice, search_unreachable_text
 from research.jobs.forms import (
@@ -279,7 +280,7 @@ def _job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
         elif action == "rerender":
             services.output_rerender(job=job, kind=request.POST.get("kind", ""))
     except (services.InvalidAction, ValidationError) as exc:
-        messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        messages.error(request, error_text(exc))
     return redirect("job_detail", job_id=job.pk)
 
 
@@ -373,7 +374,7 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
         try:
             services.report_edit(job=job, markdown=version.markdown)
         except (services.InvalidAction, ValidationError) as exc:
-            messages.error(request, "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+            messages.error(request, error_text(exc))
         else:
             text = (_("Restored v%(n)s as a new version; the outputs are being re-rendered.") if job.renders.exists()
                     else _("Restored v%(n)s as a new version."))
