@@ -66,10 +66,9 @@ def report_latest(*, job: ResearchJob) -> ReportVersion | None:
 
 def report_check_summary(*, job: ResearchJob, version: int) -> dict[str, int] | None:
     """The claim check's counts for one report version (research.agents.verify), from its report.ready event."""
-    for payload in job.events.filter(type="report.ready").order_by("-seq").values_list("payload", flat=True)[:20]:
-        if isinstance(payload, dict) and payload.get("version") == version and isinstance(payload.get("check"), dict):
-            return {k: int(v) for k, v in payload["check"].items() if isinstance(v, int)}
-    return None
+    events = job.events.filter(type="report.ready", payload__version=version).order_by("-seq")
+    check = events.values_list("payload__check", flat=True).first()
+    return {k: v for k, v in check.items() if isinstance(v, int)} if isinstance(check, dict) else None
 
 
 def artifact_get_for_user(*, user: User, job_id: int, name: str) -> Artifact:

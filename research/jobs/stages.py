@@ -211,7 +211,7 @@ def _stage_report(job: ResearchJob) -> None:
     final = finalize_report(body, sources, locale=job.locale)
     # Claims against their cited passages, links to unregistered pages, gapless numbering.
     # The model as a second opinion on claims the lexical check cannot pass (settings.VERIFY_MODEL_JUDGE).
-    use_judge = job.engine == "llm" and bool(getattr(settings, "VERIFY_MODEL_JUDGE", True))
+    use_judge = job.engine == "llm" and settings.VERIFY_MODEL_JUDGE
     judge = model_judge(ctx.llm, job.locale) if use_judge else None
     checked = report_check(final.markdown, sources, locale=job.locale, judge=judge)
     final.markdown, final.cited = checked.markdown, checked.cited
