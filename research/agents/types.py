@@ -97,6 +97,21 @@ class StepResult:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RunVariant:
+    """One of the k parallel runs of a step in heavy mode (docs/agents.md, "Depth").
+
+    Runs of one step are steered apart: each gets its own index, seed and source-type emphasis, and
+    may be given its own opening query. `None` where a node takes a variant means a standard run.
+    """
+
+    index: int  # 0-based position among the step's runs
+    count: int  # k, the number of runs of the step
+    seed: int = 0
+    emphasis: str = ""  # e.g. "official statistics and primary data"; shown to the run as a focus
+    opening_query: str = ""  # the run's first search, when the scheduler chose one
+
+
 MAX_CLARIFY_QUESTIONS = 3
 
 
@@ -187,7 +202,15 @@ class Engine(Protocol):
         previous: Plan | None = None,
     ) -> Plan: ...
 
-    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult: ...
+    def research(
+        self,
+        ctx: AgentContext,
+        step: PlanStep,
+        plan: Plan,
+        prior: list[StepResult],
+        *,
+        variant: RunVariant | None = None,
+    ) -> StepResult: ...
 
     def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult: ...
 

@@ -16,6 +16,7 @@ from research.agents.types import (
     Plan,
     PlanStep,
     PodcastScript,
+    RunVariant,
     SlideOutline,
     StepResult,
 )
@@ -35,8 +36,9 @@ class LLMEngine:
              previous: Plan | None = None) -> Plan:
         return planner.plan(ctx, max_steps=max_steps, background=background, feedback=feedback, previous=previous)
 
-    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
-        return researcher.research(ctx, step, plan, prior)
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
+                 variant: RunVariant | None = None) -> StepResult:
+        return researcher.research(ctx, step, plan, prior, variant=variant)
 
     def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
         return coder.process(ctx, step, plan, prior)

@@ -30,6 +30,7 @@ from research.agents.types import (
     Plan,
     PlanStep,
     PodcastScript,
+    RunVariant,
     SlideOutline,
     SourceRef,
     StepResult,
@@ -614,7 +615,8 @@ class OfflineEngine:
                     ctx.emit("step.activity", {"kind": "fetch_failed", "url": url, "error": str(exc)})
         return sources, errors
 
-    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
+                 variant: RunVariant | None = None) -> StepResult:
         locale = ctx.locale or plan.locale
         search_query, rank_query, focus = self._queries(ctx, step)
         sources, errors = self._gather(ctx, step, search_query)

@@ -39,6 +39,7 @@ from research.agents.types import (
     JobCancelled,
     Plan,
     PlanStep,
+    RunVariant,
     SourceRef,
     StepResult,
     ToolError,
@@ -157,7 +158,10 @@ class ResearchRun:
         return truncate_tokens(self.llm, text, self.source_cap())
 
 
-def research(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
+def research(
+    ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *, variant: RunVariant | None = None
+) -> StepResult:
+    """One research step (or, with `variant`, one of a heavy step's parallel runs)."""
     llm = require_model(ctx)
     locale = plan.locale or ctx.locale
     budget = StepBudget.from_options(ctx.options)
