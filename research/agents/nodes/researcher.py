@@ -324,18 +324,19 @@ def research(
 
 
 def capped_outline(llm: ChatModel, plan: Plan, cap: int) -> str:
-    """The plan's steps by title, within about `cap` tokens: on a long plan every title is shortened
-    alike, so a round's prompt is the same size for 3 steps or 12."""
+    """The plan's steps by title within about `cap` tokens: on a long plan every title is shortened
+    alike, so a round's prompt is about the same size for 3 steps or 12. (Steps see the others by
+    title only; their own description comes in the step block.)"""
     text = plan_outline(plan, descriptions=False)
-    total = llm.count_tokens(text)
-    if total <= cap:
+    if llm.count_tokens(text) <= cap:
         return text
-    title, *lines = text.split("\n")
-    share = max(8, (cap - llm.count_tokens(title)) // max(1, len(lines)))
-    shortened = [title]
+    head = f"## Plan: {plan.title}"
+    lines = [f"- [{step.id}] {step.title}" for step in plan.steps]
+    share = max(6, (cap - llm.count_tokens(head)) // max(1, len(lines)))
+    shortened = [head]
     for line in lines:
         size = llm.count_tokens(line)
-        shortened.append(line if size <= share else line[: max(12, len(line) * share // size - 1)].rstrip() + "…")
+        shortened.append(line if size <= share else line[: max(8, len(line) * share // size - 1)].rstrip() + "…")
     return "\n".join(shortened)
 
 
