@@ -10,7 +10,7 @@ import pytest
 
 from research.agents.citations import citation_numbers
 from research.agents.engines.llm import LLMEngine
-from research.agents.nodes.researcher import OUTLINE_TOKEN_CAP, capped_outline
+from research.agents.nodes.researcher import OUTLINE_TOKEN_CAP, capped_outline, unwrap_report
 from research.agents.types import Plan, PlanStep, RunVariant, StepResult
 from research.llm.client import LLMClient
 from tests.support.fake_context import FakeContext, FakePage
@@ -192,3 +192,9 @@ def test_prior_results_keep_their_citations_across_rounds(llm, fake):
     step = PlanStep(id="s9", title="Solar power costs and prices", depends_on=["s0"])
     result = LLMEngine().research(ctx, step, plan_of(3), prior)
     assert ref.number in citation_numbers(result.report_md)
+
+
+def test_a_tagged_report_is_unwrapped():
+    assert unwrap_report("Thinking done.\n<report>\n## Costs\nFell 90% [1].\n</report>") == "## Costs\nFell 90% [1]."
+    assert unwrap_report("## Costs\nFell 90% [1].") == "## Costs\nFell 90% [1]."
+    assert unwrap_report("</report> stray <report>") == "</report> stray <report>"

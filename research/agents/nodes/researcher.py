@@ -290,7 +290,7 @@ def research(
         if result.reasoning.strip():
             ctx.emit("step.activity", {"kind": "think", "text": result.reasoning.strip()[:300]})
         calls = list(result.tool_calls)
-        content = drop_text_tool_calls(result.content)
+        content = unwrap_report(drop_text_tool_calls(result.content))
         if not calls:
             final = content
             stop = "done"
@@ -364,6 +364,15 @@ def _opening_call(run: ResearchRun, variant: RunVariant | None) -> ToolCall | No
     return ToolCall(id="", name=tool, arguments={"query": query}) if tool else None
 
 
+def unwrap_report(text: str) -> str:
+    """The report inside `<report>…</report>` when a model tags it (as IterResearch-trained models may);
+    otherwise the text as it is."""
+    start, end = text.find("<report>"), text.rfind("</report>")
+    if start < 0 or end < start:
+        return text
+    return text[start + len("<report>") : end].strip()
+
+
 def _rewrites_report(content: str, report: str) -> bool:
     """Whether a reply's text is the (new) report. Empty text keeps the report; so does a short note
     such as "Let me search for …" that keeps none of the report's citations: the memory must not be
@@ -395,7 +404,7 @@ def _final_report(
     result = llm.chat(messages, agent="researcher", tools=None, **sampling)
     budget.spend(result)
     run.peak_prompt_tokens = max(run.peak_prompt_tokens, result.usage.prompt_tokens)
-    return drop_text_tool_calls(result.content)
+    return unwrap_report(drop_text_tool_calls(result.content))
 
 
 def _digest(run: ResearchRun, locale: str) -> str:
