@@ -273,6 +273,7 @@ def research(
         sampling = {"temperature": round(min(0.6, BASE_TEMPERATURE + 0.05 * variant.index), 2), "seed": variant.seed}
     opening = _opening_call(run, variant)
     if opening is not None:  # the scheduler's opening search, so that sibling runs start apart
+        ctx.check_cancelled()
         run.act([opening], 0)
 
     final = ""
