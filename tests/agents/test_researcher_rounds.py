@@ -198,3 +198,21 @@ def test_a_tagged_report_is_unwrapped():
     assert unwrap_report("Thinking done.\n<report>\n## Costs\nFell 90% [1].\n</report>") == "## Costs\nFell 90% [1]."
     assert unwrap_report("## Costs\nFell 90% [1].") == "## Costs\nFell 90% [1]."
     assert unwrap_report("</report> stray <report>") == "</report> stray <report>"
+
+
+def test_several_calls_in_one_round_share_the_last_action_slot(llm, fake, scenario):
+    def greedy(body: dict[str, Any]) -> Reply:
+        reply = scenario(body)
+        if agent_of(body) == "researcher" and reply.tool_calls and reply.tool_calls[0]["name"] == "fetch_page":
+            reply.tool_calls = [{"name": "fetch_page", "arguments": {"url": page.url}} for page in WEB[:8]]
+        return reply
+
+    fake.set_responder(greedy)
+    ctx = make_ctx(llm, max_rounds=3, action_token_cap=1_800)
+    result = LLMEngine().research(ctx, STEP, plan_of(3), [])
+    answers = tool_texts(researcher_requests(fake)[2])
+    assert len(answers) == 8 and len(ctx.fetched) == 6 and result.notes["fetched"] == 6
+    assert all("at most 6 tool calls per round" in a for a in answers[6:])
+    assert sum(llm.count_tokens(a) for a in answers) <= 1_800 * 1.1
+    assert any(a.endswith("[… truncated]") for a in answers)
+    assert all(a.startswith("Source [") for a in answers[:6])  # each cut at its end, never its head
