@@ -216,3 +216,15 @@ def test_several_calls_in_one_round_share_the_last_action_slot(llm, fake, scenar
     assert sum(llm.count_tokens(a) for a in answers) <= 1_800 * 1.1
     assert any(a.endswith("[… truncated]") for a in answers)
     assert all(a.startswith("Source [") for a in answers[:6])  # each cut at its end, never its head
+
+
+def test_a_chinese_step_gets_the_chinese_round_contract(llm, fake):
+    ctx = FakeContext(question="中国光伏产业的发展现状如何？", pages=list(WEB), llm_client=llm, locale="zh-CN",
+                      options={"max_rounds": 4})
+    plan = Plan(locale="zh-CN", title="光伏", steps=[STEP])
+    variant = RunVariant(index=0, count=2, seed=1, emphasis="官方统计数据")
+    result = LLMEngine().research(ctx, STEP, plan, [], variant=variant)
+    first = researcher_requests(fake)[0]["messages"]
+    assert first[0]["content"].startswith("# Role: researcher\n\n你是") and "唯一的记忆" in first[0]["content"]
+    assert "## Round\n第 1 轮，最多 4 轮" in first[1]["content"] and "请优先关注：官方统计数据" in first[1]["content"]
+    assert citation_numbers(result.report_md)
