@@ -228,3 +228,19 @@ def test_a_chinese_step_gets_the_chinese_round_contract(llm, fake):
     assert first[0]["content"].startswith("# Role: researcher\n\n你是") and "唯一的记忆" in first[0]["content"]
     assert "## Round\n第 1 轮，最多 4 轮" in first[1]["content"] and "请优先关注：官方统计数据" in first[1]["content"]
     assert citation_numbers(result.report_md)
+
+
+def test_fetching_a_page_again_shows_it_again_without_a_second_fetch(llm, fake, scenario):
+    def again(body: dict[str, Any]) -> Reply:
+        reply = scenario(body)
+        if agent_of(body) == "researcher" and "## Round\nRound 3 of" in body["messages"][1]["content"]:
+            return Reply(content=reply.content, tool_calls=[{"name": "fetch_page", "arguments": {"url": WEB[0].url}}])
+        return reply
+
+    fake.set_responder(again)
+    ctx = make_ctx(llm, max_rounds=4)
+    LLMEngine().research(ctx, STEP, plan_of(3), [])
+    number = ctx.registry[WEB[0].url].number
+    assert ctx.fetched.count(WEB[0].url) == 1
+    (shown,) = tool_texts(researcher_requests(fake)[3])
+    assert shown.startswith(f"Already fetched as [{number}]; here it is again.\nSource [{number}]: ")
