@@ -7,6 +7,12 @@ step from 6 → 12 steps against 3 → 6 (1.0 = perfectly linear; a quadratic te
 with the number of steps; "linear" means ≤ 1.10), the growth exponent log(T12 / T3) / log 4 (≤ 1
 for linear plus a fixed part, 2 for quadratic), and the exact fit T(n) = a + b·n + c·n² through
 the three points with the share of the c·n² term at 12 steps.
+
+`tokens_per_round`: the prompt tokens of every researcher round of one long step (12 rounds of search
+and read, the scripted model against the real LLMClient and researcher node, in this process), next to
+what the same rounds would have cost had each replayed the transcript (every earlier round's message
+and tool results, as the researcher did before its IterResearch workspace). The workspace part that is
+neither the report (the memory, capped) nor the last action's results is the same every round.
 """
 
 from __future__ import annotations
@@ -16,6 +22,52 @@ from collections import defaultdict
 from typing import Any
 
 from bench.harness import QUESTIONS, Stack
+
+
+def per_round(*, rounds: int = 12) -> dict[str, Any]:
+    """Prompt tokens per researcher round for one step of `rounds` rounds (see the module doc)."""
+    from research.agents.engines.llm import LLMEngine
+    from research.agents.types import Plan, PlanStep
+    from research.llm.client import LLMClient
+    from tests.support.fake_context import FakeContext, FakePage
+    from tests.support.fake_llm import FakeLLM, prompt_tokens
+    from tests.support.scenario import Scenario, agent_of
+    from tests.support.site import PAGES
+
+    step = PlanStep(id="s1", title="Solar power costs and prices", description="How solar power costs changed.")
+    plan = Plan(locale="en-US", title=QUESTIONS[0], steps=[step])
+    with FakeLLM(Scenario(research_rounds=rounds)) as fake:
+        llm = LLMClient(base_url=fake.base_url, model=fake.model, profile="qwen3", timeout=30.0)
+        try:
+            pages = [FakePage(f"https://site.example{p.path}", p.title, p.text) for p in PAGES]
+            ctx = FakeContext(question=QUESTIONS[0], pages=pages, llm_client=llm,
+                              options={"max_rounds": rounds + 2})
+            result = LLMEngine().research(ctx, step, plan, [])
+        finally:
+            llm.close()
+        requests = [r for r in fake.requests if agent_of(r) == "researcher"]
+    workspace = [prompt_tokens(r) for r in requests]
+    # The old loop's round k: the task, then every earlier round's assistant message and tool results.
+    replay: list[int] = []
+    history: list[dict[str, Any]] = []
+    for request in requests:
+        history += request["messages"][2:]
+        replay.append(prompt_tokens({**request, "messages": [*request["messages"][:2], *history]}))
+    report = [len("".join(m.get("content") or "" for m in r["messages"] if m["role"] == "assistant")) // 4
+              for r in requests]
+    task = [prompt_tokens({**r, "messages": r["messages"][:2]}) for r in requests]
+    return {
+        "rounds": len(requests),
+        "stopped": result.notes["stopped"],
+        "prompt_tokens": workspace,
+        "task_tokens": task,
+        "report_tokens": report,
+        "transcript_replay_tokens": replay,
+        "last_over_third": round(workspace[-1] / workspace[2], 2) if len(workspace) > 2 else 0.0,
+        "replay_last_over_third": round(replay[-1] / replay[2], 2) if len(replay) > 2 else 0.0,
+        "total": sum(workspace),
+        "replay_total": sum(replay),
+    }
 
 
 def run(stack: Stack, *, steps: tuple[int, ...] = (3, 6, 12), concurrency: int = 8) -> dict[str, Any]:
@@ -54,6 +106,7 @@ def run(stack: Stack, *, steps: tuple[int, ...] = (3, 6, 12), concurrency: int =
         out["fit"] = {"a": round(totals[3] - 3 * b - 9 * c, 1), "b_per_step": round(b, 1), "c_per_step2": round(c, 2)}
         out["quadratic_share_at_12"] = round(c * 144 / totals[12], 3)
         out["linear"] = bool(low and high / low <= 1.10)
+    out["tokens_per_round"] = per_round()
     return out
 
 
@@ -68,4 +121,12 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
                                 f"{result['fit']['c_per_step2']:,.0f}·n² "
                                 f"(n² part {result['quadratic_share_at_12']:.0%} at 12): "
                                 f"{'linear' if result['linear'] else 'super-linear'}"))
+    per = result.get("tokens_per_round")
+    if per:
+        lines.append(("tokens/round", " ".join(f"{n:,}" for n in per["prompt_tokens"])
+                      + f" (round {per['rounds']} / round 3 = {per['last_over_third']:.2f}; "
+                        f"task part {min(per['task_tokens']):,}–{max(per['task_tokens']):,})"))
+        lines.append(("replayed", " ".join(f"{n:,}" for n in per["transcript_replay_tokens"])
+                      + f" (round {per['rounds']} / round 3 = {per['replay_last_over_third']:.2f}; "
+                        f"step total {per['replay_total']:,} against {per['total']:,})"))
     return lines

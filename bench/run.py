@@ -132,6 +132,14 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         if "marginal_ratio" in t:
             verdict = f"; marginal/step ratio {t['marginal_ratio']:.2f}, {'linear' if t['linear'] else 'NOT linear'}"
         rows.append(("tokens", "tokens per job by steps", per + verdict, "linear"))
+        if "quadratic_share_at_12" in t:
+            rows.append(("tokens", "growth exponent / n² share at 12 steps",
+                         f"{t['growth_exponent']:.3f} / {t['quadratic_share_at_12']:.1%}", "≤ 1.02 / ≤ 5 %"))
+        per_round = t.get("tokens_per_round")
+        if per_round:
+            rows.append(("tokens", f"researcher prompt per round, {per_round['rounds']} rounds",
+                         f"{per_round['prompt_tokens'][0]:,} → {per_round['prompt_tokens'][-1]:,} "
+                         f"(replaying the transcript: → {per_round['transcript_replay_tokens'][-1]:,})", "flat"))
     return rows
 
 

@@ -773,13 +773,16 @@ class LLMClient:
         temperature: float = 0.3,
         max_tokens: int | None = None,
         on_delta: Callable[[str], None] | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
-        """One chat completion, retried on transient failures; see the module docstring."""
+        """One chat completion, retried on transient failures; see the module docstring.
+        ``seed`` is sent as the sampling seed (vLLM, llama.cpp and OpenAI honour it), so the
+        parallel runs of a heavy step sample apart yet reproducibly."""
         started = time.monotonic()
         result: ChatResult | None = None
         error = ""
         try:
-            result = self._chat(messages, tools, response_format, temperature, max_tokens, on_delta, started)
+            result = self._chat(messages, tools, response_format, temperature, max_tokens, on_delta, started, seed)
             return result
         except BaseException as e:
             error = f"{type(e).__name__}: {e}"
@@ -840,6 +843,7 @@ class LLMClient:
         max_tokens: int | None,
         on_delta: Callable[[str], None] | None,
         started: float,
+        seed: int | None = None,
     ) -> ChatResult:
         text_mode = self.profile.tool_mode == "text_tags"
         tools = tools or None
@@ -857,6 +861,8 @@ class LLMClient:
             body: dict[str, Any] = {**self.profile.extra_body, "model": self.model, "temperature": temperature}
             body["messages"] = _to_text_tags(fitted, tools_prompt) if text_mode else _normalize(fitted)
             body["max_tokens"] = send_max
+            if seed is not None:
+                body["seed"] = seed
             if tools and not text_mode:
                 body["tools"] = tools
                 body["tool_choice"] = "auto"

@@ -60,3 +60,6 @@ def test_smoke_benchmark_writes_well_formed_results(tmp_path):
     assert [r["steps"] for r in tokens["runs"]] == [1, 2]
     assert all(r["prompt_tokens"] > 0 and r["completion_tokens"] > 0 for r in tokens["runs"])
     assert tokens["runs"][1]["total_tokens"] > tokens["runs"][0]["total_tokens"]
+    per_round = tokens["tokens_per_round"]  # the researcher's workspace: the task part is the same every round
+    assert per_round["rounds"] == len(per_round["prompt_tokens"]) >= 10 and len(set(per_round["task_tokens"])) == 1
+    assert per_round["transcript_replay_tokens"][-1] > 2 * per_round["prompt_tokens"][-1]

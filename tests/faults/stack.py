@@ -95,7 +95,14 @@ def question_of(body: dict[str, Any]) -> str:
 
 
 def first_round(body: dict[str, Any]) -> bool:
-    """True for the first request of a step attempt (no assistant turn yet)."""
+    """True for the first request of a step attempt: the researcher's round 1 (its workspace may
+    already hold an opening search), else no assistant turn yet (the coder)."""
+    for message in body.get("messages") or []:
+        if message.get("role") == "user":
+            numbers = re.findall(r"\d+", section(str(message.get("content") or ""), "Round"))
+            if numbers:
+                return numbers[0] == "1"
+            break
     return not any(m.get("role") == "assistant" for m in body.get("messages") or [])
 
 

@@ -99,6 +99,12 @@ def test_request_carries_model_temperature_max_tokens_and_profile_extras(
     body = fake.requests[0]
     assert body["model"] == "test-model" and body["temperature"] == 0.7 and body["max_tokens"] == 300
     assert body["top_k"] == 20  # agentcpm-explore's sampling extras
+    assert "seed" not in body  # sent only when asked for
+
+
+def test_a_seed_is_sent_when_given(fake: FakeLLM, make_client: Callable[..., LLMClient]) -> None:
+    make_client().chat(USER, seed=4242)
+    assert fake.requests[0]["seed"] == 4242
 
 
 # --------------------------------------------------------------------------- tool calls

@@ -14,9 +14,11 @@ way a cooperative model would:
   gets up to three clarifying questions when the task allows them; anything else goes to research;
 - planner: a valid plan of `steps` steps derived from the question (Chinese titles for
   Chinese questions); a re-plan with feedback returns a different plan built around it;
-- researcher: web_search, then fetch_page on the first two result URLs, then a step
-  report whose cited sentences are copied verbatim from the fetched pages (so
-  citation checks pass);
+- researcher: IterResearch rounds (its message text is the whole updated report, its tool
+  calls the next action; it sees only its last action's results): web_search, then
+  fetch_page on the first two result URLs, then the finished step report whose cited
+  sentences are copied verbatim from the fetched pages (so citation checks pass);
+  `research_rounds` makes it search and read again until that round;
 - followup: one sentence quoted from the numbered source that best matches the question, cited,
   plus one citation to a source that does not exist (the check must remove it);
 - coder: a Python block that prints a number and saves a matplotlib PNG (optionally
@@ -144,6 +146,7 @@ class Scenario:
     bogus_citation: bool = True  # the reporter cites a non-existent [99]
     fetch_per_step: int = 2
     code_failures: int = 0  # the coder's first N programs fail (tests the fix loop)
+    research_rounds: int = 0  # > 0: the researcher keeps searching and reading until this round
     calls: list[str] = field(default_factory=list)  # agent of every request, in order
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -270,48 +273,58 @@ class Scenario:
         }
         return Reply(content=json.dumps(plan, ensure_ascii=False))
 
+    def _last_action(self, request: dict[str, Any]) -> tuple[str, list[str]]:
+        """The researcher's previous message as its workspace shows it: the report and the tools it called."""
+        for message in reversed(self._messages(request)):
+            if message.get("role") != "assistant":
+                continue
+            content = _text(message.get("content"))
+            names = [str((c.get("function") or {}).get("name", "")) for c in message.get("tool_calls") or []]
+            names += re.findall(r'<tool_call>\s*\{"name":\s*"([A-Za-z0-9_-]+)"', content)  # text-tag profiles
+            report = re.sub(r"<tool_call>.*?(?:</tool_call>|\Z)", "", content, flags=re.DOTALL).strip()
+            return report, names
+        return "", []
+
     def _researcher(self, request: dict[str, Any]) -> Reply:
+        """One IterResearch round: the message text is the whole updated report (the memory), the tool
+        calls the next action. It sees only its last action's results, so it folds them into the report
+        at once: search, then read `fetch_per_step` of the hits, then finish (or, with `research_rounds`,
+        search and read again until that round)."""
         task = self._task(request)
         tools = self._tool_names(request)
         results = self._tool_results(request)
         step = section(task, "Current step")
         step_title = re.search(r"^title: (.*)$", step, re.MULTILINE)
         title = step_title.group(1).strip() if step_title else topic_of(section(task, "Question"))
-        searched = any(r.startswith(("Search results for", "No results for")) for r in results)
-        fetched = any(_SOURCE_HEAD.search(r) for r in results) or self._called(request, "fetch_page")
-        if tools and not searched and "web_search" in tools:
-            calls = [{"name": "web_search", "arguments": {"query": title}}]
-            if "knowledge_search" in tools:
-                calls.append({"name": "knowledge_search", "arguments": {"query": title}})
-            return Reply(tool_calls=calls)
-        if tools and searched and not fetched and "fetch_page" in tools:
-            urls: list[str] = []
-            for result in results:
-                if result.startswith("Search results for"):
-                    urls.extend(u for u in _URL_LINE.findall(result) if u not in urls)
-            if urls:
-                return Reply(
-                    tool_calls=[{"name": "fetch_page", "arguments": {"url": u}} for u in urls[: self.fetch_per_step]]
-                )
-        return Reply(content=self._step_report(task, title, results))
+        previous, last = self._last_action(request)
+        report = _fold_sources(previous or f"### {title}", results)
+        round_no = int((re.findall(r"\d+", section(task, "Round")) or ["0"])[0])
+        if tools and "web_search" in tools:
+            if "web_search" in last and "fetch_page" in tools:
+                urls: list[str] = []
+                for result in results:
+                    if result.startswith("Search results for"):
+                        urls.extend(u for u in _unread_urls(result) if u not in urls)
+                if urls:
+                    calls = [{"name": "fetch_page", "arguments": {"url": u}} for u in urls[: self.fetch_per_step]]
+                    return Reply(content=report, tool_calls=calls)
+            more = self.research_rounds and 0 < round_no < self.research_rounds
+            if not last or more or not ({"web_search", "fetch_page"} & set(last)):
+                query = title if not last else f"{title} (part {round_no})"
+                calls = [{"name": "web_search", "arguments": {"query": query}}]
+                if "knowledge_search" in tools and not last:
+                    calls.append({"name": "knowledge_search", "arguments": {"query": title}})
+                return Reply(content=report if last else "", tool_calls=calls)
+        return Reply(content=self._finish_report(task, report))
 
-    def _step_report(self, task: str, title: str, results: list[str]) -> str:
+    def _finish_report(self, task: str, report: str) -> str:
         zh = is_zh(section(task, "Question"))
-        lines = [f"### {title}", ""]
-        cited = 0
-        for result in results:
-            for match in _SOURCE_HEAD.finditer(result):
-                number = int(match.group(1))
-                body = result[match.end() :].split("\n---\n", 1)[0]
-                body = _URL_LINE.sub("", body, count=1)
-                for sentence in quotable_sentences(body):
-                    lines.append(f"- {sentence} [{number}]")
-                    cited += 1
+        lines = [report]
         # Earlier steps' cited lines may be reused (analysis steps without tools).
         for line, cites in _CITED_LINE.findall(section(task, "Results of earlier steps")):
-            lines.append(f"- {line} {cites}")
-            cited += 1
-        if not cited:
+            if f"- {line} {cites}" not in report:
+                lines.append(f"- {line} {cites}")
+        if not _CITED_LINE.search("\n".join(lines)):
             lines.append("没有找到可以引用的来源。" if zh else "No citable sources were found for this step.")
         return "\n".join(lines)
 
@@ -431,6 +444,36 @@ class Scenario:
         ]
         outline = {"title": title, "subtitle": "", "slides": slides}
         return Reply(content=json.dumps(outline, ensure_ascii=False))
+
+
+def _fold_sources(report: str, results: list[str]) -> str:
+    """`report` plus a cited line for each quotable sentence of the sources in `results` (once each)."""
+    new: list[str] = []
+    for result in results:
+        for match in _SOURCE_HEAD.finditer(result):
+            number = int(match.group(1))
+            body = result[match.end() :].split("\n---\n", 1)[0]
+            body = _URL_LINE.sub("", body, count=1)
+            for sentence in quotable_sentences(body):
+                line = f"- {sentence} [{number}]"
+                if line not in report and line not in new:
+                    new.append(line)
+    report = report.strip()
+    if not new:
+        return report
+    if not report:
+        return "\n".join(new)
+    return report + ("\n" if report.splitlines()[-1].startswith("- ") else "\n\n") + "\n".join(new)
+
+
+def _unread_urls(search_result: str) -> list[str]:
+    """The URLs of a search result listing, skipping hits marked as already fetched."""
+    urls: list[str] = []
+    for hit in re.split(r"^\d+\. ", search_result, flags=re.MULTILINE)[1:]:
+        url = _URL_LINE.search(hit)
+        if url and "(already fetched as" not in hit.split("\n", 1)[0]:
+            urls.append(url.group(1))
+    return urls
 
 
 def agent_of(request: dict[str, Any]) -> str:

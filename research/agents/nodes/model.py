@@ -37,6 +37,7 @@ class ChatModel(Protocol):
         temperature: float = 0.3,
         max_tokens: int | None = None,
         on_delta: Callable[[str], None] | None = None,
+        seed: int | None = None,
     ) -> ChatResult: ...
 
     def structured(

@@ -1,4 +1,11 @@
-"""Researcher node: a tool loop (web search, page fetch, knowledge base, MCP) that ends in a cited step report."""
+"""Researcher node: IterResearch rounds (web search, page fetch, knowledge base, MCP) that end in a cited step report.
+
+Each round the model sees a small workspace rebuilt from scratch, never the transcript: the task (question,
+plan outline, earlier results, the step and the run's focus), its evolving step report (its only memory)
+and its last action with that action's results. It answers with the updated report as its message text and
+its next action as tool calls; an answer without a tool call ends the step. So a round's prompt stays the
+same size however many rounds run (docs/agents.md, "Researcher rounds").
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from typing import Any
 
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from research.agents.citations import filter_citations, strip_references_section
+from research.agents.citations import citation_numbers, filter_citations, strip_references_section
 from research.agents.nodes.budget import StepBudget, round_seconds
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -28,6 +35,7 @@ from research.agents.nodes.model import (
     EngineError,
     ToolCall,
     drop_text_tool_calls,
+    fit_texts,
     require_model,
     truncate_tokens,
 )
@@ -49,11 +57,26 @@ logger = logging.getLogger(__name__)
 
 SOURCE_TOKEN_CAP = 2_500  # per fetched page / kb passage shown to the researcher
 MAX_TOOL_CALLS_PER_ROUND = 6
+REPORT_TOKEN_CAP = 2_000  # the evolving report as the workspace shows it
+ACTION_TOKEN_CAP = 6_000  # the results of the last action, all its calls together
+# The plan outline is the other steps by title. Capped (titles shortened) so that a round's prompt
+# does not grow with the number of steps: job tokens then grow linearly in the steps.
+OUTLINE_TOKEN_CAP = 200
+BASE_TEMPERATURE = 0.3
+
+
+@dataclass
+class LastAction:
+    """The tool calls of the latest round and what they returned (shown to the model once)."""
+
+    round_no: int
+    calls: list[ToolCall]
+    results: list[str]
 
 
 @dataclass
 class ResearchRun:
-    """State of one researcher step while its tool loop runs."""
+    """State of one researcher run while its rounds go on: the memory is `report`, never a transcript."""
 
     ctx: AgentContext
     llm: ChatModel
@@ -61,16 +84,69 @@ class ResearchRun:
     mcp: dict[str, OfferedMcpTool]
     kb_enabled: bool
     window: int
-    used_tokens: int = 0
+    used_tokens: int = 0  # the workspace without the last action's results
+    report: str = ""  # the evolving step report, citations already filtered
+    last: LastAction | None = None
+    prior_allowed: set[int] = field(default_factory=set)
     fetched: dict[str, SourceRef] = field(default_factory=dict)  # url -> source
     registered: dict[int, SourceRef] = field(default_factory=dict)  # number -> source
     tool_errors: int = 0
     searches: int = 0
+    removed_citations: int = 0
+    peak_prompt_tokens: int = 0
+
+    # ---- the workspace -----------------------------------------------------------------
+
+    def option_cap(self, key: str, default: int) -> int:
+        value = self.ctx.options.get(key)
+        return int(value) if isinstance(value, int) and value > 0 else default
 
     def source_cap(self) -> int:
         room = self.window - self.used_tokens - ANSWER_RESERVE
-        cap = int(self.ctx.options.get("source_token_cap") or SOURCE_TOKEN_CAP)
-        return max(200, min(cap, room // 3))
+        return max(200, min(self.option_cap("source_token_cap", SOURCE_TOKEN_CAP), room // 3))
+
+    def action_cap(self) -> int:
+        room = self.window - self.used_tokens - ANSWER_RESERVE
+        return max(300, min(self.option_cap("action_token_cap", ACTION_TOKEN_CAP), room // 2))
+
+    def report_view(self) -> str:
+        return truncate_tokens(self.llm, self.report, self.option_cap("report_token_cap", REPORT_TOKEN_CAP))
+
+    def workspace(self, system: str, task: str) -> list[dict[str, Any]]:
+        """The round's whole prompt: the task, then the model's last message (its report and its last
+        action) and that action's results. Nothing older."""
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
+        if self.last is not None:
+            last = self.last
+            messages.append(assistant_tool_message(self.report_view(), last.calls, last.round_no))
+            for index, (call, answer) in enumerate(zip(last.calls, last.results, strict=True)):
+                tool_id = call_id(call, last.round_no, index)
+                messages.append({"role": "tool", "tool_call_id": tool_id, "content": answer})
+        return messages
+
+    def clean(self, text: str) -> str:
+        """A report as the memory may hold it: no references list, citations only to sources this run
+        registered or the prior results carry (so an invented number never survives a round)."""
+        text, dropped = filter_citations(strip_references_section(text), set(self.registered) | self.prior_allowed)
+        self.removed_citations += dropped
+        return text.strip()
+
+    def remember(self, content: str) -> None:
+        """Take a round's message text as the new report, unless it is only a note about the next action."""
+        if _rewrites_report(content, self.report):
+            self.report = self.clean(content)
+
+    def act(self, calls: list[ToolCall], round_no: int) -> None:
+        """Run the round's tool calls; their results, capped together, become the last action."""
+        results: list[str] = []
+        for index, call in enumerate(calls):
+            if index >= MAX_TOOL_CALLS_PER_ROUND:
+                results.append(f"Error: at most {MAX_TOOL_CALLS_PER_ROUND} tool calls per round; this one was skipped.")
+            else:
+                results.append(self.execute(call))
+        self.last = LastAction(round_no, calls, fit_texts(self.llm, results, self.action_cap()))
+
+    # ---- tools -------------------------------------------------------------------------
 
     def tool_names(self) -> list[str]:
         # A step that needs no search (typically analysis over earlier results) gets no web
@@ -133,11 +209,13 @@ class ResearchRun:
 
     def _fetch(self, args: dict[str, Any]) -> str:
         url = self._text_arg(args, "url", "fetch_page")
-        if not re.match(r"^https?://", url, re.IGNORECASE):
+        if not url.lower().startswith(("http://", "https://")):
             raise ToolError(f"fetch_page needs an http(s) URL, got {url[:200]!r}")
-        if url in self.fetched:
+        if url in self.fetched:  # shown again from the registry: the workspace holds no earlier results
             ref = self.fetched[url]
-            return f"Already fetched as [{ref.number}] ({ref.title}); see the earlier result."
+            return f"Already fetched as [{ref.number}]; here it is again.\n" + source_listing(
+                self.llm, ref, self.source_cap()
+            )
         ref = self.ctx.fetch(url)
         self.fetched[url] = ref
         self.registered[ref.number] = ref
@@ -161,7 +239,7 @@ class ResearchRun:
 def research(
     ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *, variant: RunVariant | None = None
 ) -> StepResult:
-    """One research step (or, with `variant`, one of a heavy step's parallel runs)."""
+    """One research step (or, with `variant`, one of a heavy step's parallel runs), in IterResearch rounds."""
     llm = require_model(ctx)
     locale = plan.locale or ctx.locale
     budget = StepBudget.from_options(ctx.options)
@@ -173,22 +251,30 @@ def research(
         mcp={t.function_name: t for t in offered_mcp_tools(ctx.mcp_tools())},
         kb_enabled=bool(ctx.options.get("kb")),
         window=window,
+        prior_allowed=allowed_from_prior(prior, {s.number for s in ctx.sources()}),
     )
     tools = run.tool_schemas()
     system = load_prompt("researcher", locale)
-    user = sections(
+    # The order keeps a long shared prefix: what every step of the job sees comes first, the step's
+    # own parts later, the round's status last.
+    head = sections(
         *task_head(ctx.question, locale),
-        plan_outline(plan, descriptions=False),
+        capped_outline(llm, plan, OUTLINE_TOKEN_CAP),
         prior_block(llm, prior, window // 4),
         step_block(step),
-        f"## Tools\nAvailable: {', '.join(run.tool_names())}. "
-        f"You have at most {budget.max_rounds} tool rounds; then write the step report.",
+        focus_block(variant, locale),
+        f"## Tools\nAvailable: {', '.join(run.tool_names()) or 'none'}.",
     )
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": user},
-    ]
-    run.used_tokens = llm.count_tokens(system) + llm.count_tokens(user)
+    run.used_tokens = (
+        llm.count_tokens(system) + llm.count_tokens(head) + run.option_cap("report_token_cap", REPORT_TOKEN_CAP)
+    )
+    sampling: dict[str, Any] = {"temperature": BASE_TEMPERATURE}
+    if variant is not None:  # sibling runs sample apart: their own seed, a slightly different temperature
+        sampling = {"temperature": round(min(0.6, BASE_TEMPERATURE + 0.05 * variant.index), 2), "seed": variant.seed}
+    opening = _opening_call(run, variant)
+    if opening is not None:  # the scheduler's opening search, so that sibling runs start apart
+        ctx.check_cancelled()
+        run.act([opening], 0)
 
     final = ""
     stop = ""
@@ -198,32 +284,25 @@ def research(
         if stop:
             break
         budget.rounds += 1
-        result = llm.chat(messages, agent="researcher", tools=tools or None, temperature=0.3)
+        task = sections(head, round_block(budget.rounds, budget.max_rounds, locale))
+        result = llm.chat(run.workspace(system, task), agent="researcher", tools=tools or None, **sampling)
         budget.spend(result)
+        run.peak_prompt_tokens = max(run.peak_prompt_tokens, result.usage.prompt_tokens)
         if result.reasoning.strip():
             ctx.emit("step.activity", {"kind": "think", "text": result.reasoning.strip()[:300]})
         calls = list(result.tool_calls)
-        content = drop_text_tool_calls(result.content)
+        content = unwrap_report(drop_text_tool_calls(result.content))
         if not calls:
             final = content
             stop = "done"
             break
-        messages.append(assistant_tool_message(content, calls, budget.rounds))
-        for index, call in enumerate(calls):
-            if index >= MAX_TOOL_CALLS_PER_ROUND:
-                answer = f"Error: at most {MAX_TOOL_CALLS_PER_ROUND} tool calls per round; this one was skipped."
-            else:
-                answer = run.execute(call)
-            run.used_tokens += llm.count_tokens(answer)
-            messages.append({"role": "tool", "tool_call_id": call_id(call, budget.rounds, index), "content": answer})
+        run.remember(content)
+        run.act(calls, budget.rounds)
 
-    if not final:
-        final = _final_report(ctx, llm, messages, budget, stop, locale)
-
-    registered_all = {s.number for s in ctx.sources()}
-    allowed = set(run.registered) | allowed_from_prior(prior, registered_all)
-    report = strip_references_section(final)
-    report, dropped = filter_citations(report, allowed)
+    if stop != "done":
+        final = _final_report(ctx, llm, run, system, sections(head, round_block(0, 0, locale)), budget, stop, locale,
+                              sampling)
+    report = run.clean(final) if _rewrites_report(final, run.report) else run.report
     if not report.strip():
         report = _digest(run, locale)
     if not report.strip():
@@ -231,34 +310,102 @@ def research(
             f"Step {step.id!r} produced no report: the model wrote nothing and no sources were gathered "
             f"(stopped by {stop or 'the model'})."
         )
-    return StepResult(
-        step_id=step.id,
-        title=step.title,
-        report_md=report.strip() + "\n",
-        notes={
-            "sources": sorted(run.registered),
-            "rounds": budget.rounds,
-            "tokens": budget.tokens,
-            "stopped": stop,
-            "searches": run.searches,
-            "fetched": len(run.fetched),
-            "tool_errors": run.tool_errors,
-            "removed_citations": dropped,
-        },
-    )
+    notes: dict[str, Any] = {
+        "sources": sorted(run.registered),
+        "rounds": budget.rounds,
+        "tokens": budget.tokens,
+        "stopped": stop,
+        "searches": run.searches,
+        "fetched": len(run.fetched),
+        "tool_errors": run.tool_errors,
+        "removed_citations": run.removed_citations,
+        "peak_prompt_tokens": run.peak_prompt_tokens,
+    }
+    return StepResult(step_id=step.id, title=step.title, report_md=report.strip() + "\n", notes=notes)
+
+
+def capped_outline(llm: ChatModel, plan: Plan, cap: int) -> str:
+    """The plan's steps by title within about `cap` tokens: on a long plan every title is shortened
+    alike, so a round's prompt is about the same size for 3 steps or 12. (Steps see the others by
+    title only; their own description comes in the step block.)"""
+    text = plan_outline(plan, descriptions=False)
+    if llm.count_tokens(text) <= cap:
+        return text
+    head = f"## Plan: {plan.title}"
+    lines = [f"- [{step.id}] {step.title}" for step in plan.steps]
+    share = max(6, (cap - llm.count_tokens(head)) // max(1, len(lines)))
+    shortened = [head]
+    for line in lines:
+        size = llm.count_tokens(line)
+        shortened.append(line if size <= share else line[: max(8, len(line) * share // size - 1)].rstrip() + "…")
+    return "\n".join(shortened)
+
+
+def focus_block(variant: RunVariant | None, locale: str) -> str:
+    if variant is None or not variant.emphasis.strip():
+        return ""
+    text = load_fragment("research_focus", locale, index=variant.index + 1, count=variant.count,
+                         emphasis=variant.emphasis.strip())
+    return f"## Focus\n{text}"
+
+
+def round_block(round_no: int, max_rounds: int, locale: str) -> str:
+    """The round's status, last in the task message. Round 0: the budget is spent, write up."""
+    if round_no <= 0:
+        return f"## Round\n{load_fragment('research_round_over', locale)}"
+    return f"## Round\n{load_fragment('research_round', locale, round=round_no, max_rounds=max_rounds)}"
+
+
+def _opening_call(run: ResearchRun, variant: RunVariant | None) -> ToolCall | None:
+    query = (variant.opening_query if variant is not None else "").strip()
+    if not query:
+        return None
+    names = run.tool_names()
+    tool = "web_search" if "web_search" in names else "knowledge_search" if "knowledge_search" in names else ""
+    return ToolCall(id="", name=tool, arguments={"query": query}) if tool else None
+
+
+def unwrap_report(text: str) -> str:
+    """The report inside `<report>…</report>` when a model tags it (as IterResearch-trained models may);
+    otherwise the text as it is."""
+    start, end = text.find("<report>"), text.rfind("</report>")
+    if start < 0 or end < start:
+        return text
+    return text[start + len("<report>") : end].strip()
+
+
+def _rewrites_report(content: str, report: str) -> bool:
+    """Whether a reply's text is the (new) report. Empty text keeps the report; so does a short note
+    such as "Let me search for …" that keeps none of the report's citations: the memory must not be
+    lost to a model that narrates its next action instead of restating the report."""
+    if not content.strip():
+        return False
+    cited = set(citation_numbers(report))
+    return not (cited and not cited & set(citation_numbers(content)) and len(content) * 3 < len(report))
 
 
 def _final_report(
-    ctx: AgentContext, llm: ChatModel, messages: list[dict[str, Any]], budget: StepBudget, stop: str, locale: str
+    ctx: AgentContext,
+    llm: ChatModel,
+    run: ResearchRun,
+    system: str,
+    task: str,
+    budget: StepBudget,
+    stop: str,
+    locale: str,
+    sampling: dict[str, Any],
 ) -> str:
-    """Ask for the step report without tools, once the loop is over (budget or endless tool calls)."""
+    """A budget ended the rounds: one tool-less call over the workspace folds the last results into the report."""
     if stop in {"rounds", "tokens", "time"}:
         ctx.emit("step.activity", {"kind": "think", "text": f"Budget reached ({stop}); writing the step report."})
-    messages.append({"role": "user", "content": load_fragment("research_final", locale)})
+    messages = run.workspace(system, task)
+    if run.last is not None:  # the instruction goes last, after the results it refers to
+        messages.append({"role": "user", "content": load_fragment("research_final", locale)})
     ctx.check_cancelled()
-    result = llm.chat(messages, agent="researcher", tools=None, temperature=0.3)
+    result = llm.chat(messages, agent="researcher", tools=None, **sampling)
     budget.spend(result)
-    return drop_text_tool_calls(result.content)
+    run.peak_prompt_tokens = max(run.peak_prompt_tokens, result.usage.prompt_tokens)
+    return unwrap_report(drop_text_tool_calls(result.content))
 
 
 def _digest(run: ResearchRun, locale: str) -> str:
