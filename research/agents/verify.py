@@ -555,6 +555,8 @@ def _check_sentence(
 def is_factual(sentence: str) -> bool:
     """A sentence that states something checkable: a number, a date, a named study or
     organisation, or a comparison. Such a sentence needs a source."""
+    if sentence.rstrip().endswith(("?", "？")):
+        return False  # a question asserts nothing
     return bool(
         _FACT_DIGIT.search(sentence)
         or _FACT_WORDS_EN.search(sentence)
@@ -569,6 +571,8 @@ def _claim_line(line: str) -> bool:
     text = line.strip()
     if text[:2] in ("![", "<!") or text[:1] in ("|", "<"):
         return True
+    if len(text) > 4 and text.startswith("**") and text.endswith("**") and "**" not in text[2:-2]:
+        return True  # a bold label on a line of its own
     return len(text) > 2 and text[0] in "_*" and text[-1] == text[0] and text[:2] != "**"
 
 
