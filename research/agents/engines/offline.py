@@ -585,8 +585,18 @@ class OfflineEngine:
         # The question's own parts first ("production", "safety"), then the generic facets fill the rest.
         aspects = question_aspects(ctx.question, locale)[:limit]
         keys = self._facet_keys(limit, feedback, previous, reserved=len(aspects)) if limit > len(aspects) else []
-        covered = {f.key for a in aspects for f in question_facets(a.title)}
-        keys = [k for k in keys if k not in covered or not aspects] or keys
+        if aspects:
+            # A facet a part already asks about ("what limits …": challenges) gives way to the next one.
+            covered = {f.key for a in aspects for f in question_facets(a.title)}
+            dropped = set(_facet_mentions(feedback)[1]) if feedback else set()
+            want = len(keys)
+            keys = [k for k in keys if k not in covered]
+            for key in _FACET_PRIORITY:
+                if len(keys) >= want:
+                    break
+                if key not in keys and key not in covered and key not in dropped:
+                    keys.append(key)
+            keys = sorted(keys, key=_CANONICAL_ORDER.index)
         topic = " ".join(terms)
         steps: list[PlanStep] = []
         for aspect in aspects:
@@ -677,11 +687,14 @@ class OfflineEngine:
         """
         locale = ctx.locale or detect_locale(ctx.question)
         terms = key_terms(ctx.question, locale)
+        aspect = _aspect_of(ctx.question, locale, step)
+        if aspect:  # a part's step searches for that part, not for the other parts too
+            others = {w.lower() for a in question_aspects(ctx.question, locale) if a != aspect for w in a.words}
+            terms = [t for t in terms if t.lower() not in others or t.lower() in aspect.query.lower()]
         base = step.description.strip() or step.title.strip()
         missing = [t for t in terms if t.lower() not in base.lower()]
         search_query = " ".join([base, *missing])[:400]
         rank_query = " ".join([step.title, step.description, *terms])
-        aspect = _aspect_of(ctx.question, locale, step)
         own = set(tokenize(" ".join(aspect.words))) if aspect else set()
         topic = set(tokenize(" ".join(terms))) - own  # a part's own words are what it asks, not the subject
         words = re.findall(r"[\w'’-]+", f"{step.title} {step.description}")
@@ -695,6 +708,10 @@ class OfflineEngine:
         # The facet's words in both languages: sources in the other language still match the facet.
         words += [w for facet in facets for w in f"{facet.query_en} {facet.query_zh}".split()]
         focus = " ".join(dict.fromkeys(w.lower() for w in words if set(tokenize(w)) - topic))
+        if aspect:
+            # What the part asks ("limits" → the challenge words) counts even where it is a key term.
+            asked = [w for facet in question_facets(aspect.title) for w in facet.hints.split()]
+            focus = " ".join(dict.fromkeys([*focus.split(), *aspect.words, *asked]))
         return search_query, rank_query, focus
 
     def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]:
@@ -773,6 +790,21 @@ class OfflineEngine:
         for ref in sources:
             candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
         weights = _source_weights(ctx.question, locale, sources)
+        if step.need_search:
+            # The step's own search ranked the pages for what this step asks: its first hits are the
+            # pages most about it (sources are in the order they were found).
+            for rank, ref in enumerate(sources):
+                weight = weights.get(ref.number, 1.0)
+                if rank < 2:
+                    # The search engine's two best hits are on the subject even when they do not
+                    # repeat the question's long terms ("公共充电桩" for "中国电动汽车充电桩").
+                    weight = max(weight, 0.9)
+                weights[ref.number] = weight * max(0.6, 1.0 - 0.1 * rank)
+        if aspect and own:
+            # A part's step prefers the pages that speak of that part at all.
+            for ref in sources:
+                if not own <= set(tokenize(f"{ref.title} {ref.text}")):
+                    weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
         if not candidates:
             raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
@@ -877,7 +909,8 @@ class OfflineEngine:
         ordered += [r for r in results if id(r) not in in_plan]  # results for steps no longer in the plan
         missing = [s for s in plan.steps if s.id not in by_step]
 
-        assigned = self._assign(ordered)
+        part_titles = {a.title for a in question_aspects(ctx.question, ctx.locale or plan.locale)}
+        assigned = self._assign(ordered, first={i for i, r in enumerate(ordered) if r.title in part_titles})
         sections = [
             _Section(r.title, picked, r.report_md, bool(_notes_sentences(r)))
             for r, picked in zip(ordered, assigned, strict=True)
@@ -950,12 +983,16 @@ class OfflineEngine:
         chosen: list[tuple[str, dict[str, Any]]] = []
 
         def take(label: str, section: _Section, count: int) -> None:
-            for sentence in section.picked:
-                if count <= 0:
-                    break
-                if not any(near_duplicate(sentence["text"], c["text"]) for _, c in chosen):
-                    chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
-                    count -= 1
+            # Each quote of a part from another page first: one page rarely says everything.
+            fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
+            picks: list[dict[str, Any]] = []
+            for sentence in fresh:
+                if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
+                    picks.append(sentence)
+            picks += [s for s in fresh if s not in picks][: count - len(picks)]
+            picks.sort(key=fresh.index)
+            for sentence in picks:
+                chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
 
         if aspects:
             per_part = 2 if len(aspects) <= 2 else 1
@@ -999,24 +1036,29 @@ class OfflineEngine:
                 break
         return chosen[:size]
 
-    def _assign(self, results: list[StepResult]) -> list[list[dict[str, Any]]]:
+    def _assign(self, results: list[StepResult], first: set[int] | None = None) -> list[list[dict[str, Any]]]:
         """Share the sentences out between sections so that no two sections repeat each other.
 
-        Sections take turns by rank (every section's best sentence first, then every second best
-        …), so a sentence that one step ranks first and another step only used as filler goes to
-        the first. A section left with nothing keeps its own best sentence, repeated or not.
+        The steps on the question's own parts (`first`) pick first, all their sentences; then the
+        other sections take turns by rank (every section's best sentence first, then every second
+        best …), so a sentence that one step ranks first and another step only used as filler goes
+        to the first.
         """
         ranked = [_notes_sentences(r) for r in results]
         assigned: list[list[dict[str, Any]]] = [[] for _ in results]
         used: list[str] = []
-        for rank in range(max((len(r) for r in ranked), default=0)):
-            for index, sentences in enumerate(ranked):
-                if rank >= len(sentences) or len(assigned[index]) >= self.sentences_per_step:
-                    continue
-                sentence = sentences[rank]
-                if not any(near_duplicate(sentence["text"], u) for u in used):
-                    assigned[index].append(sentence)
-                    used.append(sentence["text"])
+        first = first or set()
+        rounds = range(max((len(r) for r in ranked), default=0))
+        turns = [(rank, i) for i in sorted(first) for rank in rounds]
+        turns += [(rank, i) for rank in rounds for i in range(len(ranked)) if i not in first]
+        for rank, index in turns:
+            sentences = ranked[index]
+            if rank >= len(sentences) or len(assigned[index]) >= self.sentences_per_step:
+                continue
+            sentence = sentences[rank]
+            if not any(near_duplicate(sentence["text"], u) for u in used):
+                assigned[index].append(sentence)
+                used.append(sentence["text"])
         return assigned
 
     # -- derived outputs
