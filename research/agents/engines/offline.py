@@ -424,6 +424,9 @@ def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) ->
     return shared
 
 
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
     """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
 
@@ -432,8 +435,12 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     with the question, but a page on another subject lacks most of them. A page in another script
     cannot be compared word for word, so the search engine's order speaks for it.
     """
-    terms = [set(tokenize(t)) for t in key_terms(question, locale)]
-    terms = [t for t in terms if t]
+    raw_terms = [t for t in key_terms(question, locale) if tokenize(t)]
+    terms = [set(tokenize(t)) for t in raw_terms]
+    # A long Chinese chunk ("抽水蓄能在中国面临") is its words run together, the subject first: a page
+    # that has its first four characters verbatim ("抽水蓄能") has the term. (Only the first: a window
+    # across two words, "电池量产", would match pages on other batteries.)
+    heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
     total = sum(len(t) for t in terms)
     zh_question = is_chinese(locale)
     weights: dict[int, float] = {}
@@ -445,7 +452,12 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         present = set(tokenize(f"{ref.title} {ref.text}"))
         # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
         # A word or two must be there in full ("solid-state" is not "United States"), a long CJK term by half.
-        share = sum(len(t) for t in terms if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t))) / total
+        page = f"{ref.title} {ref.text}"
+        share = sum(
+            len(t)
+            for t, head in zip(terms, heads, strict=True)
+            if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
+        ) / total
         weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
     on_topic = any(w >= 0.85 for w in weights.values())
     for rank, number in enumerate(foreign):
