@@ -622,6 +622,7 @@ class _UncitedCheck:
         self.judge = judge
         self.remove_sure = remove_sure
         self.enabled = enabled
+        self._numbers: set[str] | None = None
 
     def check(self, sentence: str, lost: bool, result: CheckResult, order: list[int], marker: str) -> str:
         plain = plain_text(sentence)
@@ -632,16 +633,21 @@ class _UncitedCheck:
         if any(support_score(plain, text) >= SUPPORTED for text in self.evidence):
             return sentence  # the job's own computation says so
         result.uncited_checked += 1
+        if not _numbers(plain) <= self._known_numbers():
+            # A figure no source has anywhere ("a 2031 trial … 1,200 km"): in any script, nothing
+            # supports it, so there is nothing to cite and nothing to ask a judge.
+            return self._remove(result) if self.remove_sure else self._mark(sentence, result, marker)
         score, source, passage = best_source(plain, self.sources)
+        if source is None:  # nothing in common (e.g. another script): the judge reads the first source
+            source = next((s for s in self.sources if s.text.strip()), None)
+            passage = source.text[:2000] if source else ""
         comparable = source is not None and _cjk(plain) == _cjk(source.text[:2000])
-        if source is None:
-            comparable = bool(self.sources) and any(_cjk(plain) == _cjk(s.text[:2000]) for s in self.sources)
         supported: bool | None = score >= SUPPORTED if comparable else None
         if not supported and self.judge is not None and source is not None:
             verdict = self.judge(plain, passage or source.text[:2000])
             supported = verdict if verdict is not None else supported
-            if verdict is False and comparable and self.remove_sure:
-                return self._remove(result)
+            if verdict is False and self.remove_sure:
+                return self._remove(result)  # uncited, and the judge finds it in no source
         if supported and source is not None:
             result.citations_added += 1
             if source.number not in order:
@@ -650,6 +656,15 @@ class _UncitedCheck:
         sure = comparable and score < SURE_UNCITED
         if sure and self.remove_sure:
             return self._remove(result)
+        return self._mark(sentence, result, marker)
+
+    def _known_numbers(self) -> set[str]:
+        if self._numbers is None:
+            self._numbers = set().union(*(_numbers(s.text) for s in self.sources), *map(_numbers, self.evidence))
+        return self._numbers
+
+    @staticmethod
+    def _mark(sentence: str, result: CheckResult, marker: str) -> str:
         result.uncited_flagged += 1
         return sentence.rstrip() + marker + sentence[len(sentence.rstrip()) :]
 

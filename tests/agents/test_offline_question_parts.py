@@ -53,8 +53,9 @@ def _job(ctx: CorpusContext) -> tuple[list[str], str]:
 def test_the_parts_of_a_question_in_its_own_words():
     assert [a.title for a in question_aspects(QUESTION, "en-US")] == [
         "What limits solid-state battery production", "What limits solid-state battery safety"]
-    assert [a.title for a in question_aspects("What does green hydrogen cost, and what would make it cheaper?",
-                                              "en-US")] == ["What does green hydrogen cost", "What would make it cheaper"]
+    two_clauses = "What does green hydrogen cost, and what would make it cheaper?"
+    assert [a.title for a in question_aspects(two_clauses, "en-US")] == [
+        "What does green hydrogen cost", "What would make it cheaper"]
     assert [a.title for a in question_aspects("中国光伏组件的产能和价格情况如何？", "zh-CN")] == [
         "中国光伏组件的产能", "中国光伏组件的价格"]
     assert question_aspects("How efficient are heat pumps in cold climates?", "en-US") == []

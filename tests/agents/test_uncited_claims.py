@@ -82,7 +82,7 @@ def test_uncited_factual_sentences_are_cited_removed_or_marked():
     computed = report_check(md, [source], evidence=["Toyota's 2031 study found 9 gigawatt-hours of demand."])
     assert "Toyota" in computed.markdown
     # A Chinese claim over English sources cannot be scored: marked, not removed, without a judge.
-    zh = report_check("# R\n\n2031年的试验显示续航达到1200公里。\n", [source], locale="zh-CN")
+    zh = report_check("# R\n\n这项试验显示续航大幅提高。\n", [source], locale="zh-CN")
     assert "（未经核实）" in zh.markdown
 
 
@@ -101,3 +101,17 @@ def test_uncited_factual_sentences_are_cited_removed_or_marked():
 )
 def test_what_counts_as_a_factual_claim(sentence, factual):
     assert is_factual(sentence) is factual
+
+
+def test_an_invented_figure_goes_whatever_the_script():
+    # An English invented study in a Chinese report over Chinese sources: its figures are in no
+    # source, so it goes even though the lexical test cannot compare the scripts.
+    zh = SourceRef(1, "https://zh.example/pv", "光伏", "2023年中国光伏组件产量约为499吉瓦，占全球产量的80%以上。")
+    md = f"# 报告\n\nA 2031 field trial reported 1,200 km of range.\n\n{zh.text}\n"
+    checked = report_check(md, [zh], locale="zh-CN")
+    assert "2031" not in checked.markdown and checked.uncited_removed == 1
+    assert "499吉瓦，占全球产量的80%以上。[1]" in checked.markdown  # found: cited
+    # Without figures, the judge's "no" removes an uncited claim in another script; "cannot tell" marks it.
+    claim = "# 报告\n\nA field trial showed that every maker halved its factory costs.\n"
+    assert "field trial" not in report_check(claim, [zh], locale="zh-CN", judge=lambda c, p: False).markdown
+    assert "（未经核实）" in report_check(claim, [zh], locale="zh-CN", judge=lambda c, p: None).markdown
