@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--engines", default="", help="comma-separated rows of bench/eval/engines.json (default all)")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all",
-                        help="tune with --split dev; test is held out (see bench/eval/README.md)")
+                        help="tune with --split dev; test is held out (docs/quality.md)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results file (default bench/results.json)")
     parser.add_argument("--reports", default="", help="also write each final report into this directory")
     parser.add_argument("--quiet", action="store_true")
