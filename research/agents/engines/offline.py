@@ -341,7 +341,8 @@ class Aspect:
 
 
 _WH = ("what", "how", "why", "which", "who", "when", "where", "is", "are", "does", "do", "can", "will")
-_EN_CLAUSE = re.compile(r"\s*[,;]\s*(?:and\s+|but\s+)?|\s+and\s+(?=(?:what|how|why|which|who|when|where)\b)")
+_WH_START = frozenset(("what", "how", "why", "which", "who", "when", "where"))
+_EN_PIECE = re.compile(r"\s*[,;]\s*")
 _EN_AND = re.compile(r"\s+(?:and|or)\s+")
 _ZH_AND = re.compile(r"以及|和|及|、|，|,")
 _ZH_HOW = ("如何", "怎样", "怎么", "为何", "为什么")
@@ -353,6 +354,22 @@ def _strip_zh_ask(text: str) -> str:
         if text.endswith(phrase) and len(text) > len(phrase):
             text = text[: -len(phrase)]
     return text.strip()
+
+
+def _en_clauses(text: str) -> list[str]:
+    """Clauses of an English question: at commas and semicolons, and at "and" before a wh-word."""
+    out: list[str] = []
+    for piece in _EN_PIECE.split(text):
+        words = piece.split()
+        if words and words[0].lower() in ("and", "but"):
+            words = words[1:]
+        start = 0
+        for i, word in enumerate(words):
+            if word.lower() == "and" and i > start and i + 1 < len(words) and words[i + 1].lower() in _WH_START:
+                out.append(" ".join(words[start:i]))
+                start = i + 1
+        out.append(" ".join(words[start:]))
+    return [c for c in out if c]
 
 
 def question_aspects(question: str, locale: str) -> list[Aspect]:
@@ -381,7 +398,7 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
             return []
         return [Aspect(title[:200], f"{subject} {item}".strip(), (item,)) for title, item in zh_parts[:4]]
     else:
-        clauses = [c for c in _EN_CLAUSE.split(text) if c.strip()]
+        clauses = _en_clauses(text)
         for clause in clauses:
             pair = list(_EN_AND.finditer(clause))
             tail = clause[pair[-1].end() :] if pair else ""
