@@ -1,6 +1,7 @@
-"""The evaluation corpus (bench/eval/pages/*.md) served as a small website on 127.0.0.1.
+"""The evaluation corpus (bench/eval/pages/*.txt) served as a small website on 127.0.0.1.
 
-Each page file is `key: value` header lines (title, lang, keywords), a blank line, then paragraphs
+Each file holds the pages of one group of neighbouring topics. A page starts with a line
+`=== <name>`, then `key: value` header lines (title, lang, keywords), a blank line, and paragraphs
 separated by blank lines. The site serves every page as HTML at /pages/<name>.html and answers
 SearXNG-style JSON searches at /search?q=...&format=json, ranking pages with BM25 over title,
 keywords and text (the keywords carry Chinese terms for English pages, as a real search engine
@@ -40,21 +41,30 @@ class Page:
         return "\n\n".join(self.paragraphs)
 
 
+def _parse_page(name: str, chunk: str) -> Page:
+    head, _, body = chunk.strip().partition("\n\n")
+    meta = dict(line.split(":", 1) for line in head.splitlines() if ":" in line)
+    paragraphs = tuple(" ".join(p.split()) for p in body.split("\n\n") if p.strip())
+    return Page(
+        name,
+        meta.get("title", name).strip(),
+        meta.get("lang", "en").strip(),
+        meta.get("keywords", "").strip(),
+        paragraphs,
+    )
+
+
 def load_pages(directory: Path = PAGES_DIR) -> list[Page]:
     pages: list[Page] = []
-    for file in sorted(directory.glob("*.md")):
-        head, _, body = file.read_text(encoding="utf-8").partition("\n\n")
-        meta = dict(line.split(":", 1) for line in head.splitlines() if ":" in line)
-        paragraphs = tuple(" ".join(p.split()) for p in body.split("\n\n") if p.strip())
-        pages.append(
-            Page(
-                file.stem,
-                meta.get("title", file.stem).strip(),
-                meta.get("lang", "en").strip(),
-                meta.get("keywords", "").strip(),
-                paragraphs,
-            )
-        )
+    for file in sorted(directory.glob("*.txt")):
+        for chunk in file.read_text(encoding="utf-8").split("\n=== ")[0:]:
+            name, _, rest = chunk.removeprefix("=== ").partition("\n")
+            if name.strip():
+                pages.append(_parse_page(name.strip(), rest))
+    names = [p.name for p in pages]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate page names in {directory}: {', '.join(duplicates)}")
     return pages
 
 

@@ -1,12 +1,18 @@
 """Report quality metrics for `make eval`: pure functions over a report, its sources and a question.
 
-- fact_recall: share of the question's key facts stated in one sentence of the report (a fact is
-  a list of acceptable phrasings, each a set of keywords that must all occur in that sentence);
+- fact_recall: share of the question's key facts stated in one sentence of the report that cites
+  a page stating that fact (a fact is groups of keywords, each group a set of synonyms, numbers
+  with their units; every group must occur in the sentence). The same words in a sentence quoted
+  from a distractor page, or in an uncited sentence, do not count;
 - citation_support: share of cited sentences whose cited source has a passage that supports them
-  (research.agents.verify's lexical score, the same test the model path's verifier applies);
-  sentences in another script than their source cannot be scored that way and are counted apart;
+  (research.agents.verify's lexical score, the same test the claim check applies); sentences in
+  another script than their source cannot be scored that way and are counted apart;
 - unretrieved_urls: http(s) addresses in the report that are not among the job's sources;
-- answer_first: the first paragraph under the first heading states a key fact, with a citation.
+- uncited_unsupported: sentences that state a fact (a number, a date, a named study or
+  organisation, a comparison: verify.is_factual), cite nothing, and are not found in any source
+  (or are marked unverified);
+- answer_first: the first paragraph under the first heading is prose (not a list) that states a
+  key fact, with a citation.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from research.agents import verify
+from research.agents.citations import citation_numbers
 from research.agents.types import SourceRef
 
 _URL = re.compile(r"https?://[^\s<>()\[\]\"']+")
-_CITE = re.compile(r"\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\]")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s")
 
 
 @dataclass
@@ -30,6 +38,7 @@ class Scores:
     supported: int = 0
     unchecked: int = 0  # cited sentences in another script than their source
     unretrieved_urls: list[str] = field(default_factory=list)
+    uncited_unsupported: list[str] = field(default_factory=list)
     answer_first: bool = False
 
     @property
@@ -51,40 +60,58 @@ class Scores:
             "supported": self.supported,
             "unchecked": self.unchecked,
             "unretrieved_urls": len(self.unretrieved_urls),
+            "uncited_unsupported": len(self.uncited_unsupported),
             "answer_first": self.answer_first,
         }
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold().replace("‑", "-"))
 
 
-def report_sentences(markdown: str) -> list[str]:
-    body = verify.report_body(markdown)
-    out: list[str] = []
-    for line in body.splitlines():
+def page_name(url: str) -> str:
+    """The corpus page a URL points to (`/pages/<name>.html`), or ''."""
+    path = urlsplit(url).path
+    if path.startswith("/pages/") and path.endswith(".html"):
+        return path[len("/pages/") : -len(".html")]
+    return ""
+
+
+def states_fact(fact: dict[str, Any], sentence: str) -> bool:
+    """Every keyword group of the fact (any of its synonyms) occurs in the (folded) sentence."""
+    return all(any(fold(word) in sentence for word in group) for group in fact["all"])
+
+
+def report_sentences(
+    markdown: str, sources: list[SourceRef], *, part: str | None = None
+) -> list[tuple[str, set[str]]]:
+    """(folded plain sentence, names of the corpus pages it cites) for each sentence of the body
+    (or of `part` of it, its citations read through the whole report's references)."""
+    mapping = verify.citation_targets(markdown, sources)
+    out: list[tuple[str, set[str]]] = []
+    for line in (verify.report_body(markdown) if part is None else part).splitlines():
         for start, end in verify.line_sentences(line):
-            out.append(_fold(verify.plain_text(line[start:end])))
+            sentence = line[start:end]
+            pages = {page_name(mapping[n].url) for n in citation_numbers(sentence) if n in mapping}
+            out.append((fold(verify.plain_text(sentence)), pages - {""}))
     return out
 
 
-def fact_found(fact: dict[str, Any], sentences: list[str]) -> bool:
-    phrasings = [[_fold(k) for k in alternative] for alternative in fact["match"]]
-    return any(all(k in s for k in keys) for s in sentences for keys in phrasings)
+def fact_found(fact: dict[str, Any], sentences: list[tuple[str, set[str]]]) -> bool:
+    wanted = set(fact["pages"])
+    return any(pages & wanted and states_fact(fact, text) for text, pages in sentences)
 
 
-def _first_paragraph(markdown: str) -> str:
-    """The first paragraph (or list) under the first `##` heading, notes in italics skipped."""
+def first_paragraph(markdown: str) -> str:
+    """The first block under the first `##` heading, notes in italics skipped."""
     body = verify.report_body(markdown)
     match = re.search(r"^##\s+.*$", body, re.M)
     rest = body[match.end() :] if match else body
     for block in re.split(r"\n\s*\n", rest):
         block = block.strip()
-        if not block or block.startswith("#"):
-            if block.startswith("#"):
-                break
-            continue
-        if re.fullmatch(r"_[^\n]*_", block):
+        if block.startswith("#"):
+            break
+        if not block or re.fullmatch(r"_[^\n]*_", block):
             continue
         return block
     return ""
@@ -92,7 +119,7 @@ def _first_paragraph(markdown: str) -> str:
 
 def score_report(markdown: str, sources: list[SourceRef], question: dict[str, Any]) -> Scores:
     scores = Scores()
-    sentences = report_sentences(markdown)
+    sentences = report_sentences(markdown, sources)
     scores.facts = [fact_found(f, sentences) for f in question["facts"]]
     mapping = verify.citation_targets(markdown, sources)
     for sentence, numbers in verify.cited_sentences(markdown):
@@ -107,8 +134,13 @@ def score_report(markdown: str, sources: list[SourceRef], question: dict[str, An
             scores.supported += 1
     known = {verify.norm_url(s.url) for s in sources if s.url}
     scores.unretrieved_urls = [u for u in _URL.findall(markdown) if verify.norm_url(u.rstrip(".,;:")) not in known]
-    first = _first_paragraph(markdown)
-    scores.answer_first = bool(_CITE.search(first)) and any(
-        fact_found(f, report_sentences(f"## x\n\n{first}")) for f in question["facts"]
-    )
+    for sentence in verify.uncited_factual_sentences(markdown):
+        score, source, _ = verify.best_source(sentence, sources)
+        marked = "unverified" in sentence or "未经核实" in sentence
+        if marked or source is None or score < verify.SUPPORTED:
+            scores.uncited_unsupported.append(sentence)
+    first = first_paragraph(markdown)
+    if first and not _LIST_ITEM.match(first):
+        lead = report_sentences(markdown, sources, part=first)
+        scores.answer_first = any(fact_found(f, lead) for f in question["facts"])
     return scores

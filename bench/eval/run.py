@@ -1,12 +1,13 @@
 """`make eval`: research questions over a local corpus, through the real job path, per engine.
 
-    .venv/bin/python bench/eval/run.py                      # all questions, both engines
-    .venv/bin/python bench/eval/run.py --only ssb-limits-en --engines offline --out /tmp/e.json
+    .venv/bin/python bench/eval/run.py                      # all questions, every engine row
+    .venv/bin/python bench/eval/run.py --split dev --engines offline --out /tmp/e.json   # while tuning
 
 Starts the benchmark stack (bench/harness.py: SQLite, embedded Redis, a real Celery worker) with
 the evaluation corpus (bench/eval/pages) as the web search provider and site, runs every question
 as a job with each engine, scores the final reports (bench/eval/metrics.py), prints a table and
-writes the `eval` section of bench/results.json (other sections are kept).
+writes the `eval` section of bench/results.json (other sections are kept): per engine row of
+bench/eval/engines.json and per split, `eval.<row>.dev` and `eval.<row>.test`.
 
 The `llm` engine runs against tests/support/fake_llm.py playing tests/support/scenario.py: a
 scripted stand-in that quotes the first sentences of the pages it fetched. Its figures measure the
@@ -31,19 +32,32 @@ from bench.eval.metrics import Scores, score_report  # noqa: E402
 from bench.harness import Stack, machine  # noqa: E402
 
 QUESTIONS_FILE = Path(__file__).resolve().parent / "questions.json"
+ENGINES_FILE = Path(__file__).resolve().parent / "engines.json"
 DEFAULT_OUT = ROOT / "bench" / "results.json"
-ENGINES = ("offline", "llm")
+SPLITS = ("dev", "test")
 STAND_IN = "llm = tests/support/fake_llm.py playing tests/support/scenario.py (a scripted stand-in, not a model)"
 
 
-def load_questions(only: list[str] | None = None) -> list[dict[str, Any]]:
+def load_questions(only: list[str] | None = None, splits: tuple[str, ...] = SPLITS) -> list[dict[str, Any]]:
     questions = json.loads(QUESTIONS_FILE.read_text(encoding="utf-8"))["questions"]
     if only:
         unknown = sorted(set(only) - {q["id"] for q in questions})
         if unknown:
             raise SystemExit(f"unknown question id(s): {', '.join(unknown)}")
-        questions = [q for q in questions if q["id"] in only]
-    return questions
+        return [q for q in questions if q["id"] in only]
+    return [q for q in questions if q["split"] in splits]
+
+
+def load_engines(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The engine rows of bench/eval/engines.json, in file order, or the ones named."""
+    rows = json.loads(ENGINES_FILE.read_text(encoding="utf-8"))["engines"]
+    if not names:
+        return rows
+    known = {r["name"]: r for r in rows}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown engine row(s): {', '.join(unknown)} (see {ENGINES_FILE.name})")
+    return [known[n] for n in names]
 
 
 def _job_report(job_id: int) -> tuple[str, list[Any], str]:
@@ -56,10 +70,35 @@ def _job_report(job_id: int) -> tuple[str, list[Any], str]:
     return (version.markdown if version else ""), sources, job.status
 
 
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of one engine over one split's questions."""
+    found = sum(r["facts_found"] for r in rows)
+    total = sum(r["facts"] for r in rows)
+    cited = sum(r["cited_sentences"] - r["unchecked"] for r in rows)
+    supported = sum(r["supported"] for r in rows)
+    first = sum(bool(r["answer_first"]) for r in rows)
+    return {
+        "questions": len(rows),
+        "fact_recall": round(found / total, 3) if total else 0.0,
+        "facts_found": f"{found}/{total}",
+        "citation_support": round(supported / cited, 3) if cited else None,
+        "unretrieved_urls": sum(r["unretrieved_urls"] for r in rows),
+        "uncited_unsupported": sum(r["uncited_unsupported"] for r in rows),
+        "answer_first": round(first / len(rows), 3) if rows else 0.0,
+        "answer_first_count": f"{first}/{len(rows)}",
+        "failed_jobs": sum(r["status"] != "done" for r in rows),
+    }
+
+
 def run_eval(
-    *, questions: list[dict[str, Any]], engines: tuple[str, ...] = ENGINES, max_steps: int = 5, verbose: bool = True
+    *,
+    questions: list[dict[str, Any]],
+    engines: list[dict[str, Any]] | None = None,
+    max_steps: int = 5,
+    verbose: bool = True,
 ) -> dict[str, Any]:
-    """Run every question with every engine; returns the `eval` results section."""
+    """Run every question with every engine row; returns the `eval` results section."""
+    engines = engines if engines is not None else load_engines()
     started = time.monotonic()
     stack = Stack(server=ROOT / "bench" / "eval" / "server.py", verbose=verbose).start()
     try:
@@ -67,68 +106,74 @@ def run_eval(
         from research.jobs import services
 
         jobs: dict[tuple[str, str], int] = {}
-        for engine in engines:
+        for row in engines:
             for q in questions:
-                job = services.job_create(
-                    user=stack.user(),
-                    question=q["question"],
-                    options={"engine": engine, "auto_accept": True, "max_steps": max_steps, "locale": q["locale"]},
-                )
-                jobs[(engine, q["id"])] = int(job.pk)
-        stack.wait_jobs(list(jobs.values()), timeout=900)
+                options = {"auto_accept": True, "max_steps": max_steps, "locale": q["locale"]}
+                options |= row.get("options", {}) | {"engine": row["engine"]}
+                job = services.job_create(user=stack.user(), question=q["question"], options=options)
+                jobs[(row["name"], q["id"])] = int(job.pk)
+        stack.wait_jobs(list(jobs.values()), timeout=1800)
         per_question: dict[str, dict[str, Any]] = {}
         reports: dict[str, str] = {}
-        for (engine, qid), job_id in jobs.items():
+        for (name, qid), job_id in jobs.items():
             q = next(x for x in questions if x["id"] == qid)
             markdown, sources, status = _job_report(job_id)
             scores = score_report(markdown, sources, q) if status == "done" else Scores(facts=[False] * len(q["facts"]))
-            row = scores.as_dict() | {"status": status, "sources": len(sources)}
-            per_question.setdefault(engine, {})[qid] = row
-            reports[f"{engine}/{qid}"] = markdown
+            row = scores.as_dict() | {"split": q["split"], "status": status, "sources": len(sources)}
+            per_question.setdefault(name, {})[qid] = row
+            reports[f"{name}/{qid}"] = markdown
     finally:
         stack.stop()
-    engines_out: dict[str, Any] = {}
-    for engine, rows in per_question.items():
-        values = list(rows.values())
-        found = sum(r["facts_found"] for r in values)
-        total = sum(r["facts"] for r in values)
-        cited = sum(r["cited_sentences"] - r["unchecked"] for r in values)
-        supported = sum(r["supported"] for r in values)
-        engines_out[engine] = {
-            "fact_recall": round(found / total, 3) if total else 0.0,
-            "citation_support": round(supported / cited, 3) if cited else None,
-            "unretrieved_urls": sum(r["unretrieved_urls"] for r in values),
-            "answer_first": f"{sum(r['answer_first'] for r in values)}/{len(values)}",
-            "failed_jobs": sum(r["status"] != "done" for r in values),
-            "questions": rows,
-        }
-    return {
+    section: dict[str, Any] = {
         "ran_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "wall_s": round(time.monotonic() - started, 1),
-        "questions": len(questions),
-        "note": STAND_IN,
-        "engines": engines_out,
-        "_reports": reports,
+        "questions": {split: sum(q["split"] == split for q in questions) for split in SPLITS},
+        "note": STAND_IN + "; test questions are held out: never looked at while tuning",
+        "engines": [row["name"] for row in engines],
     }
+    for row in engines:
+        rows = per_question.get(row["name"], {})
+        out: dict[str, Any] = {"engine": row["engine"], "options": row.get("options", {})}
+        if row.get("stand_in"):
+            out["stand_in"] = True
+        for split in SPLITS:
+            split_rows = [r for r in rows.values() if r["split"] == split]
+            if split_rows:
+                out[split] = summarize(split_rows)
+        out["per_question"] = rows
+        section[row["name"]] = out
+    section["_reports"] = reports
+    return section
 
 
-def print_table(section: dict[str, Any]) -> None:
-    head = f"{'engine':8} {'question':18} {'facts':>7} {'support':>8} {'bad urls':>8} {'answer 1st':>10}"
-    print(f"\nResearch quality ({section['questions']} questions; {section['note']})\n{head}\n{'-' * len(head)}")
-    for engine, data in section["engines"].items():
-        for qid, r in data["questions"].items():
-            support = "n/a" if r["citation_support"] is None else f"{r['citation_support']:.0%}"
+def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
+    head = (
+        f"{'engine':14} {'split':5} {'question':20} {'facts':>7} {'support':>8} {'bad urls':>8} "
+        f"{'uncited':>7} {'answer 1st':>10}"
+    )
+    print(f"\nResearch quality ({section['questions']}; {section['note']})\n{head}\n{'-' * len(head)}")
+    for name in section["engines"]:
+        data = section[name]
+        if per_question:
+            for qid, r in data["per_question"].items():
+                support = "n/a" if r["citation_support"] is None else f"{r['citation_support']:.0%}"
+                first = "yes" if r["answer_first"] else "no"
+                print(
+                    f"{name:14} {r['split']:5} {qid:20} {r['facts_found']:>3}/{r['facts']:<3} {support:>8} "
+                    f"{r['unretrieved_urls']:>8} {r['uncited_unsupported']:>7} {first:>10}"
+                    + ("" if r["status"] == "done" else f"  ({r['status']})")
+                )
+        for split in SPLITS:
+            if split not in data:
+                continue
+            s = data[split]
+            support = "n/a" if s["citation_support"] is None else f"{s['citation_support']:.1%}"
             print(
-                f"{engine:8} {qid:18} {r['facts_found']:>3}/{r['facts']:<3} {support:>8} "
-                f"{r['unretrieved_urls']:>8} {'yes' if r['answer_first'] else 'no':>10}"
-                + ("" if r["status"] == "done" else f"  ({r['status']})")
+                f"{name:14} {split:5} {'ALL':20} {s['fact_recall']:>7.0%} {support:>8} {s['unretrieved_urls']:>8} "
+                f"{s['uncited_unsupported']:>7} {s['answer_first_count']:>10}"
             )
-        support = "n/a" if data["citation_support"] is None else f"{data['citation_support']:.0%}"
-        print(
-            f"{engine:8} {'ALL':18} {data['fact_recall']:>7.0%} {support:>8} {data['unretrieved_urls']:>8} "
-            f"{data['answer_first']:>10}\n"
-        )
+        print()
     sys.stdout.flush()
 
 
@@ -143,13 +188,16 @@ def write_section(section: dict[str, Any], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="comma-separated question ids")
-    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--engines", default="", help="comma-separated rows of bench/eval/engines.json (default all)")
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                        help="tune with --split dev; test is held out (docs/quality.md)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results file (default bench/results.json)")
     parser.add_argument("--reports", default="", help="also write each final report into this directory")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    questions = load_questions([s for s in args.only.split(",") if s])
-    engines = tuple(e for e in args.engines.split(",") if e)
+    splits = SPLITS if args.split == "all" else (args.split,)
+    questions = load_questions([s for s in args.only.split(",") if s], splits)
+    engines = load_engines([e for e in args.engines.split(",") if e])
     section = run_eval(questions=questions, engines=engines, verbose=not args.quiet)
     print_table(section)
     if args.reports:

@@ -3,8 +3,9 @@
 Speaks bench/model_server.py's protocol (one JSON line with the URLs, then settings on stdin), but
 the site is the evaluation corpus. The "model" is tests/support/scenario.py: a scripted stand-in
 that quotes the first sentences of the pages it fetched, not a language model. Its reporter here
-also makes the mistakes the claim check exists for: a cited claim its source does not make, a
-link and a bare URL to pages no tool returned, and a citation to a source that does not exist.
+also makes the mistakes the claim check exists for: a cited claim its source does not make, an
+invented study with an invented citation and link, a true finding cited to a source that does
+not exist, a bare URL to a page no tool returned, and a citation to nothing ([99]).
 """
 
 from __future__ import annotations
@@ -25,15 +26,28 @@ from tests.support.scenario import Scenario, section
 _KNOWN = re.compile(r"^\[(\d+)\] ", re.M)
 
 
+_FINDING = re.compile(r"^- (.+?) (\[\d+\])$", re.M)
+
+
 @dataclass
 class EvalScenario(Scenario):
+    """The scripted reporter plus the mistakes the claim check exists for."""
+
     def _reporter(self, request: dict[str, Any]) -> Reply:
         reply = super()._reporter(request)
         known = _KNOWN.findall(section(self._task(request), "Sources"))
         first = known[0] if known else "1"
+        # A true finding whose citation the "model" got wrong: its [n] names no source.
+        findings = _FINDING.findall(reply.content)
+        if len(findings) > 1:
+            sentence, cite = findings[-1]
+            reply.content = reply.content.replace(f"- {sentence} {cite}", f"- {sentence} [98]", 1)
         mistakes = (
+            # A cited claim its source does not make, an invented study with an invented source and
+            # link, and a pointer to a page no tool returned.
             f"\nA [field trial](https://trials.example.org/report) showed that every maker halved its "
-            f"factory costs within a single year [{first}]. More at https://unknown.example.net/page.\n"
+            f"factory costs within a single year [{first}]. A 2031 field trial reported 1,200 km of range [97] "
+            f"([trial](https://journals.example.org/2031-trial)). More at https://unknown.example.net/page.\n"
         )
         reply.content = reply.content.replace("\n## ", mistakes + "\n## ", 1)
         return reply

@@ -75,7 +75,12 @@ def _numbers(items: str) -> list[int]:
     return out
 
 
-def _rewrite(md: str, keep: Iterable[int] | None) -> tuple[str, int, list[int]]:
+# Left where finalize_report(mark_dropped=True) removed a whole citation, so that the claim check
+# (research.agents.verify) knows the sentence lost its only source; the check removes the mark.
+DROPPED_MARK = "\x02"
+
+
+def _rewrite(md: str, keep: Iterable[int] | None, mark: str = "") -> tuple[str, int, list[int]]:
     """Rewrite every citation as [a][b] keeping only `keep` (None: keep all, [] : drop all)."""
     allowed = None if keep is None else set(keep)
     dropped = 0
@@ -88,7 +93,7 @@ def _rewrite(md: str, keep: Iterable[int] | None) -> tuple[str, int, list[int]]:
         dropped += len(numbers) - len(kept)
         kept_all.extend(n for n in kept if n not in kept_all)
         # A citation removed entirely takes its leading blanks with it ("text [9]." -> "text.").
-        return match.group(1) + "".join(f"[{n}]" for n in kept) if kept else ""
+        return match.group(1) + "".join(f"[{n}]" for n in kept) if kept else mark
 
     pieces = [segment if is_code else CITATION.sub(sub, segment) for segment, is_code in _segments(md)]
     return "".join(pieces), dropped, kept_all
@@ -153,10 +158,15 @@ class FinalReport:
     removed: int  # citation numbers the model wrote that match no source
 
 
-def finalize_report(md: str, sources: Sequence[SourceRef], *, locale: str) -> FinalReport:
-    """Drop citations to unknown sources, drop any model-written references, append the registry's list."""
+def finalize_report(
+    md: str, sources: Sequence[SourceRef], *, locale: str, mark_dropped: bool = False
+) -> FinalReport:
+    """Drop citations to unknown sources, drop any model-written references, append the registry's list.
+
+    `mark_dropped` leaves DROPPED_MARK where a whole citation went, for report_check that follows.
+    """
     by_number = {s.number: s for s in sources}
-    body, removed, cited = _rewrite(strip_references_section(md), by_number)
+    body, removed, cited = _rewrite(strip_references_section(md), by_number, DROPPED_MARK if mark_dropped else "")
     body = body.rstrip() + "\n"
     cited = sorted(cited)
     if cited:

@@ -11,6 +11,11 @@ report edits before they are saved. It
 - marks sentences that fail the check with a visible marker, and removes those the check is sure
   about: almost none of their terms occur in the cited source, or the lexical test failed and a
   `judge` (the model, asked separately) says the passage does not support them either;
+- checks sentences without a citation that state a fact (a number, a date, a named study or
+  organisation, a comparison), and every sentence whose only citation or link was removed as
+  invented, against all of the job's sources: a source that supports it gets cited; otherwise it
+  is removed from generated reports, or marked when the check cannot decide (user edits are only
+  marked, never cut);
 - renumbers citations 1..n in order of first use and rebuilds the references list, so the
   numbering has no gaps.
 
@@ -30,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from research.agents.citations import CITATION, citation_numbers, references_markdown
+from research.agents.citations import CITATION, DROPPED_MARK, citation_numbers, references_markdown
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 from research.ir import tokenize
@@ -42,18 +47,23 @@ __all__ = [
     "check_claim",
     "cited_sentences",
     "citation_targets",
+    "is_factual",
     "line_sentences",
     "norm_url",
     "plain_text",
     "report_body",
     "report_check",
     "support_score",
+    "uncited_factual_sentences",
 ]
 
 # Thresholds on the share of a sentence's terms found in the cited passage.
 SUPPORTED = 0.6  # at or above: supported (and every number of the sentence is in the passage)
 SURE_UNSUPPORTED = 0.2  # below (with enough terms to judge): removed rather than marked
 _MIN_TERMS_TO_REMOVE = 6
+# An uncited claim scoring below this against every source (a missing number caps it at 0.3) is
+# taken as not in the sources at all: removed from a generated report when no judge says otherwise.
+SURE_UNCITED = 0.35
 _WINDOW = 3  # sentences per passage
 
 _FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
@@ -71,6 +81,26 @@ _MARKER_EN = " *(unverified)*"
 _MARKER_ZH = "*（未经核实）*"
 _MARKERS = (_MARKER_EN.strip(), _MARKER_ZH)
 _GONE = "\x01"  # where a removed address stood, until the sentence around it is judged
+_LOST = DROPPED_MARK  # after an inline link whose address was removed, or where finalize_report cut a citation
+
+# What makes an uncited sentence a factual claim that needs a source. Kept to simple alternations
+# (no lookarounds) so they port to a linear-time engine.
+_FACT_DIGIT = re.compile(r"\d")
+_FACT_WORDS_EN = re.compile(
+    r"\b(?:than|compared|versus|vs|twice|double|doubled|tripled|halved|half|times|percent|per cent|"
+    r"most|least|largest|smallest|highest|lowest|biggest|fastest|slowest|cheapest|best|worst|"
+    r"study|studies|trial|trials|survey|surveys|reported|researchers|scientists|analysts|according|"
+    r"university|institute|agency|ministry|commission|association|organisation|organization|"
+    r"million|billion|trillion|thousand|hundred|dozen)\b",
+    re.I,
+)
+_FACT_MONTHS = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+)
+_FACT_WORDS_ZH = re.compile(
+    r"高于|低于|多于|少于|大于|小于|超过|不到|倍|一半|百分之|万|亿|研究显示|研究表明|调查显示|报告显示|据统计|"
+    r"试验|大学|研究所|研究院|协会|委员会|部门发布|年[0-9一二三四五六七八九十]+月"
+)
 
 # (claim, passage) -> True (supported), False (not supported) or None (cannot tell).
 Judge = Callable[[str, str], "bool | None"]
@@ -129,6 +159,10 @@ class CheckResult:
     removed_links: int = 0  # links / URLs to pages no tool returned
     flagged: int = 0  # sentences marked as unverified
     removed_claims: int = 0  # sentences removed as clearly unsupported
+    uncited_checked: int = 0  # uncited factual sentences (or ones that lost an invented citation) looked up
+    citations_added: int = 0  # ... found in a source, which is now cited
+    uncited_flagged: int = 0  # ... marked as unverified
+    uncited_removed: int = 0  # ... removed: no source says so
 
     @property
     def checked(self) -> int:
@@ -152,6 +186,10 @@ class CheckResult:
             "removed_claims": self.removed_claims,
             "removed_citations": self.removed_citations,
             "removed_links": self.removed_links,
+            "uncited_checked": self.uncited_checked,
+            "citations_added": self.citations_added,
+            "uncited_flagged": self.uncited_flagged,
+            "uncited_removed": self.uncited_removed,
         }
 
 
@@ -173,7 +211,7 @@ def plain_text(text: str) -> str:
     for marker in _MARKERS:
         text = text.replace(marker, "")
     text = re.sub(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", "", text)
-    text = re.sub(r"^\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
+    text = re.sub(r"^\s*\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
     text = re.sub(r"[*_`>#]", "", text)
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r" (?=[.,;:!?。，；：！？](?: |$))", "", text)  # "a year [1]." -> "a year."
@@ -341,7 +379,7 @@ def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
         if norm_url(url) in known_urls:
             return m.group(0)
         removed += 1
-        return "" if image else label
+        return "" if image else label + _LOST
 
     def auto(m: re.Match[str]) -> str:
         nonlocal removed
@@ -380,7 +418,7 @@ def _dangling(sentence: str) -> bool:
     """A short pointer whose address was removed ("More at <url>.", "详见 <url>。"): nothing is left to say."""
     if not re.search(r"\x01[\s.。:：;；!?！？)）\]*]*$", sentence):
         return False
-    rest = plain_text(sentence.replace(_GONE, ""))
+    rest = plain_text(sentence.replace(_GONE, "").replace(_LOST, ""))
     return len(rest.split()) <= 5 and len(_CJK.findall(rest)) <= 8
 
 
@@ -396,8 +434,14 @@ def report_check(
     locale: str = "en-US",
     judge: Judge | None = None,
     remove_sure: bool = True,
+    evidence: Sequence[str] = (),
 ) -> CheckResult:
-    """Check and clean a report against the job's source registry (see the module doc)."""
+    """Check and clean a report against the job's source registry (see the module doc).
+
+    `remove_sure=False` (user edits) marks what a generated report would lose. `evidence` is
+    text the job computed itself (processing steps' output): an uncited sentence found there
+    stands without a citation.
+    """
     markdown = markdown.replace("\r\n", "\n")
     mapping = citation_targets(markdown, sources)
     known_urls = {norm_url(s.url) for s in sources if s.url}
@@ -416,15 +460,20 @@ def report_check(
         lines_out: list[str] = []
         for line in part.split("\n"):
             if line.lstrip().startswith("#"):
-                lines_out.append(line.replace(_GONE, ""))
+                lines_out.append(line.replace(_GONE, "").replace(_LOST, ""))
                 continue
+            uncited = _UncitedCheck(sources, evidence, judge, remove_sure, not _claim_line(line))
             pieces: list[str] = []
             for start, end in line_sentences(line):
                 if _dangling(line[start:end]):
                     continue
-                sentence = line[start:end].replace(_GONE, "")
-                pieces.append(_check_sentence(sentence, mapping, result, order, marker, judge, remove_sure))
-            new = _tidy("".join(pieces).replace(_GONE, ""))
+                raw = line[start:end]
+                lost = _GONE in raw or _LOST in raw
+                sentence = raw.replace(_GONE, "").replace(_LOST, "")
+                pieces.append(
+                    _check_sentence(sentence, mapping, result, order, marker, judge, remove_sure, uncited, lost)
+                )
+            new = _tidy("".join(pieces).replace(_GONE, "").replace(_LOST, ""))
             if new != line and not new[:1].isspace():
                 new = new.lstrip()
             if line.strip() and not plain_text(new):
@@ -462,6 +511,8 @@ def _check_sentence(
     marker: str,
     judge: Judge | None,
     remove_sure: bool,
+    uncited: _UncitedCheck,
+    lost: bool = False,
 ) -> str:
     registry: list[int] = []
 
@@ -476,10 +527,12 @@ def _check_sentence(
             kept.append(f"[{source.number}]")
         return m.group(1) + "".join(kept) if kept else ""
 
+    dropped = result.removed_citations
     cleaned = _CITE.sub(repl, sentence)
+    lost = lost or result.removed_citations > dropped
     cleaned = re.sub(r"[ \t]+(?=[.。!?！？,，;；:]|$)", "", cleaned) if cleaned != sentence else cleaned
     if not registry:
-        return cleaned
+        return uncited.check(cleaned, lost, result, order, marker)
     registry = list(dict.fromkeys(registry))
     plain = plain_text(cleaned)
     by_number = {s.number: s for s in mapping.values()}
@@ -499,6 +552,134 @@ def _check_sentence(
     return cleaned
 
 
+def is_factual(sentence: str) -> bool:
+    """A sentence that states something checkable: a number, a date, a named study or
+    organisation, or a comparison. Such a sentence needs a source."""
+    if sentence.rstrip().endswith(("?", "？")):
+        return False  # a question asserts nothing
+    return bool(
+        _FACT_DIGIT.search(sentence)
+        or _FACT_WORDS_EN.search(sentence)
+        or _FACT_MONTHS.search(sentence)
+        or _FACT_WORDS_ZH.search(sentence)
+    )
+
+
+def _claim_line(line: str) -> bool:
+    """Lines whose uncited sentences are not claims of the report: notes in italics (the engine's
+    and the check's own), images, table rows and HTML."""
+    text = line.strip()
+    if text[:2] in ("![", "<!") or text[:1] in ("|", "<"):
+        return True
+    if len(text) > 4 and text.startswith("**") and text.endswith("**") and "**" not in text[2:-2]:
+        return True  # a bold label on a line of its own
+    return len(text) > 2 and text[0] in "_*" and text[-1] == text[0] and text[:2] != "**"
+
+
+def uncited_factual_sentences(markdown: str) -> list[str]:
+    """Plain text of the body's sentences that state a fact (`is_factual`) and cite nothing."""
+    out: list[str] = []
+    for part_index, part in enumerate(_FENCE.split(report_body(markdown))):
+        if part_index % 2:
+            continue
+        for line in part.splitlines():
+            if line.lstrip().startswith("#") or _claim_line(line):
+                continue
+            for start, end in line_sentences(line):
+                sentence = line[start:end]
+                plain = plain_text(sentence)
+                if plain and not citation_numbers(sentence) and is_factual(plain):
+                    out.append(plain)
+    return out
+
+
+def best_source(claim: str, sources: Sequence[SourceRef]) -> tuple[float, SourceRef | None, str]:
+    """The source with the passage that best supports `claim`: (score, source, passage)."""
+    best: tuple[float, SourceRef | None, str] = (0.0, None, "")
+    for source in sources:
+        if not source.text.strip():
+            continue
+        score, passage = _best_passage(claim, source)
+        if score > best[0]:
+            best = (score, source, passage)
+    return best
+
+
+class _UncitedCheck:
+    """Uncited sentences of one line: a factual one, or one whose citation or link was removed as
+    invented, is looked up in every source of the job (docs/quality.md, "Uncited claims")."""
+
+    def __init__(
+        self,
+        sources: Sequence[SourceRef],
+        evidence: Sequence[str],
+        judge: Judge | None,
+        remove_sure: bool,
+        enabled: bool,
+    ) -> None:
+        self.sources = sources
+        self.evidence = evidence
+        self.judge = judge
+        self.remove_sure = remove_sure
+        self.enabled = enabled
+        self._numbers: set[str] | None = None
+
+    def check(self, sentence: str, lost: bool, result: CheckResult, order: list[int], marker: str) -> str:
+        plain = plain_text(sentence)
+        if not self.enabled or not plain or any(m in sentence for m in _MARKERS):
+            return sentence
+        if not lost and not is_factual(plain):
+            return sentence
+        if any(support_score(plain, text) >= SUPPORTED for text in self.evidence):
+            return sentence  # the job's own computation says so
+        result.uncited_checked += 1
+        if not _numbers(plain) <= self._known_numbers():
+            # A figure no source has anywhere ("a 2031 trial … 1,200 km"): in any script, nothing
+            # supports it, so there is nothing to cite and nothing to ask a judge.
+            return self._remove(result) if self.remove_sure else self._mark(sentence, result, marker)
+        score, source, passage = best_source(plain, self.sources)
+        if source is None:  # nothing in common (e.g. another script): the judge reads the first source
+            source = next((s for s in self.sources if s.text.strip()), None)
+            passage = source.text[:2000] if source else ""
+        comparable = source is not None and _cjk(plain) == _cjk(source.text[:2000])
+        supported: bool | None = score >= SUPPORTED if comparable else None
+        if not supported and self.judge is not None and source is not None:
+            verdict = self.judge(plain, passage or source.text[:2000])
+            supported = verdict if verdict is not None else supported
+            if verdict is False and self.remove_sure:
+                return self._remove(result)  # uncited, and the judge finds it in no source
+        if supported and source is not None:
+            result.citations_added += 1
+            if source.number not in order:
+                order.append(source.number)
+            return _append_citation(sentence, source.number)
+        sure = comparable and score < SURE_UNCITED
+        if sure and self.remove_sure:
+            return self._remove(result)
+        return self._mark(sentence, result, marker)
+
+    def _known_numbers(self) -> set[str]:
+        if self._numbers is None:
+            self._numbers = set().union(*(_numbers(s.text) for s in self.sources), *map(_numbers, self.evidence))
+        return self._numbers
+
+    @staticmethod
+    def _mark(sentence: str, result: CheckResult, marker: str) -> str:
+        result.uncited_flagged += 1
+        return sentence.rstrip() + marker + sentence[len(sentence.rstrip()) :]
+
+    @staticmethod
+    def _remove(result: CheckResult) -> str:
+        result.uncited_removed += 1
+        return ""
+
+
+def _append_citation(sentence: str, number: int) -> str:
+    body = sentence.rstrip()
+    space = "" if body[-1:] in "。！？" else " "
+    return f"{body}{space}[{number}]{sentence[len(body):]}"
+
+
 def _add_marker(sentence: str, marker: str) -> str:
     """The marker right after the sentence's last citation: "… a year [1] *(unverified)*."."""
     ends = [m.end() for m in _CITE.finditer(sentence)]
@@ -515,6 +696,10 @@ def _note(result: CheckResult, zh: bool) -> str:
             parts.append(f"删除了 {result.removed_claims} 处所引来源不支持的说法")
         if result.removed_links:
             parts.append(f"删除了 {result.removed_links} 个不是由检索工具返回的链接")
+        if result.uncited_flagged:
+            parts.append(f"{result.uncited_flagged} 处未注明出处的说法未能在来源中找到，已标注“未经核实”")
+        if result.uncited_removed:
+            parts.append(f"删除了 {result.uncited_removed} 处任何来源都不支持的未注明出处的说法")
         return f"_核查：{'；'.join(parts)}。_" if parts else ""
     if result.flagged:
         parts.append(
@@ -524,4 +709,9 @@ def _note(result: CheckResult, zh: bool) -> str:
         parts.append(f"{result.removed_claims} claim(s) that the cited source does not support were removed")
     if result.removed_links:
         parts.append(f"{result.removed_links} link(s) to pages that no tool returned were removed")
+    if result.uncited_flagged:
+        parts.append(f"{result.uncited_flagged} uncited claim(s) could not be found in the sources and are marked "
+                     "(unverified)")
+    if result.uncited_removed:
+        parts.append(f"{result.uncited_removed} uncited claim(s) that no source supports were removed")
     return f"_Verification: {'; '.join(parts)}._" if parts else ""

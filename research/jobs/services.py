@@ -295,7 +295,8 @@ def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
     # against their passages, and the references are renumbered 1..n from the registry.
     sources = [SourceRef(number=s.number, url=s.url, title=s.title, text=s.text, kind=s.kind)
                for s in job.sources.order_by("number")]
-    checked = report_check(markdown, sources, locale=job.locale)
+    # A user's words are only marked "(unverified)", never cut (remove_sure=False).
+    checked = report_check(markdown, sources, locale=job.locale, remove_sure=False)
     markdown = checked.markdown
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")

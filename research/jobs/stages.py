@@ -208,12 +208,15 @@ def _stage_report(job: ResearchJob) -> None:
     if not body or not body.strip():
         raise ValueError("the reporter wrote an empty report")
     sources = ctx.sources()
-    final = finalize_report(body, sources, locale=job.locale)
+    final = finalize_report(body, sources, locale=job.locale, mark_dropped=True)
     # Claims against their cited passages, links to unregistered pages, gapless numbering.
     # The model as a second opinion on claims the lexical check cannot pass (settings.VERIFY_MODEL_JUDGE).
     use_judge = job.engine == "llm" and settings.VERIFY_MODEL_JUDGE
     judge = model_judge(ctx.llm, job.locale) if use_judge else None
-    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge)
+    # What processing steps computed (sandbox output) may be stated without a citation.
+    computed = {s.id for s in plan.steps if s.step_type == "processing"}
+    evidence = [r.report_md for r in results if r.step_id in computed]
+    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge, evidence=evidence)
     final.markdown, final.cited = checked.markdown, checked.cited
     with transaction.atomic():
         still_wanted(job.pk)

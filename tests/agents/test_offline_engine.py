@@ -447,7 +447,7 @@ def test_process_step_without_numbers_runs_nothing():
 # ---------------------------------------------------------------- reporter
 
 
-def test_report_opens_with_key_findings_then_non_empty_sections_and_no_references():
+def test_report_opens_with_an_answer_then_key_findings_then_non_empty_sections_and_no_references():
     ctx = _ctx()
     job = _run_job(ctx)
     md = job.report
@@ -455,14 +455,17 @@ def test_report_opens_with_key_findings_then_non_empty_sections_and_no_reference
     assert "offline engine" in md.splitlines()[2] and md.splitlines()[2].startswith("_")
     headings = re.findall(r"^## (.+)$", md, re.M)
     step_titles = [s.title for s in job.plan.steps]
-    # Key findings first; then the steps in plan order, those with nothing left to show dropped.
-    assert headings[0] == "Key findings" and headings[1:] == [t for t in step_titles if t in headings[1:]]
+    # An answer in prose first, then key findings, then the steps in plan order, those with nothing
+    # left to show dropped.
+    assert headings[:2] == ["Answer", "Key findings"] and headings[2:] == [t for t in step_titles if t in headings[2:]]
+    answer = md.split("## Answer\n\n")[1].split("\n\n")[0]
+    assert not re.search(r"^- ", answer, re.M) and len(re.findall(r"\[\d+\]", answer)) >= 2
     assert not re.search(r"^#+\s*(references|sources)", md, re.I | re.M)
     assert "".join(job.deltas) == md and len(job.deltas) == len(headings) + 1
     findings = md.split("## Key findings")[1].split("\n## ")[0]
     lines = [line for line in findings.strip().splitlines() if line]
-    assert 3 <= len(lines) <= 6 and all(re.fullmatch(r"- .+ \[\d+\]", line) for line in lines)
-    for heading in headings[1:]:  # no filler: every section shows cited sentences
+    assert 2 <= len(lines) <= 6 and all(re.fullmatch(r"- .+ \[\d+\]", line) for line in lines)
+    for heading in headings[2:]:  # no filler: every section shows cited sentences
         body = md.split(f"## {heading}\n")[1].split("\n## ")[0]
         assert re.search(r"^- .+\[\d+\]$", body, re.M), heading
     assert "already appear" not in md
@@ -477,8 +480,9 @@ def test_report_opens_with_key_findings_then_non_empty_sections_and_no_reference
 def test_key_findings_lead_with_what_the_question_asks():
     ctx = FakeContext(question="What are the main challenges for solid-state batteries?", pages=_ctx().pages)
     job = _run_job(ctx)
-    findings = job.report.split("## Key findings")[1].split("\n## ")[0]
-    first = findings.strip().splitlines()[0].lower()
+    # The answer opens the report, with what the question asks about.
+    answer = job.report.split("## Answer")[1].split("\n## ")[0]
+    first = answer.strip().split("[")[0].lower()
     assert "challenge" in first or "obstacle" in first or "dendrite" in first
 
 
@@ -486,7 +490,7 @@ def test_chinese_report():
     ctx = _zh_ctx()
     job = _run_job(ctx, max_steps=3)
     headings = re.findall(r"^## (.+)$", job.report, re.M)
-    assert headings[0] == "主要发现" and set(headings[1:]) <= {s.title for s in job.plan.steps}
+    assert headings[:2] == ["答案", "主要发现"] and set(headings[2:]) <= {s.title for s in job.plan.steps}
     assert "离线引擎" in job.report
     assert check_citations(job.report, _sources(ctx)) == []
 
@@ -500,7 +504,7 @@ def test_chinese_report_over_english_sources_says_so_once_and_keeps_quotes_clean
     assert md.count("引文保留原文") == 1
     assert check_citations(md, _sources(ctx)) == []
     # One quote per bullet, spaced before its marker, never glued to the next one ("conductor. [1]Lithium").
-    assert not re.search(r"\]\s*[A-Za-z\u4e00-\u9fff]", md.split("## ", 1)[1])
+    assert not re.search(r"\][ \t]*[A-Za-z\u4e00-\u9fff]", md.split("## ", 1)[1])
     assert re.search(r"^- [A-Z].+[.!?] \[\d+\]$", md, re.M)
 
 
@@ -532,7 +536,7 @@ def test_podcast_script_and_slide_outline_derive_from_the_report():
     assert script.lines and script.locale == "en-US"
     assert outline.slides
     titles = " ".join(s.title for s in outline.slides)
-    assert "Current state" in titles
+    assert "Answer" in titles and "Key findings" in titles
 
 
 # ---------------------------------------------------------------- the citation checker

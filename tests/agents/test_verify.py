@@ -68,7 +68,11 @@ def test_links_and_urls_no_tool_returned_are_removed_and_counted():
     )
     result = report_check(md, SOURCES)
     assert "evil.example" not in result.markdown and result.removed_links == 3
-    assert "A trial showed it" in result.markdown
+    # The sentence lost its only link as invented and no source says it: gone from a generated report,
+    # kept and marked in a user's edit.
+    assert "A trial showed it" not in result.markdown and result.uncited_removed == 1
+    edit = report_check(md, SOURCES, remove_sure=False)
+    assert "A trial showed it" in edit.markdown and "*(unverified)*" in edit.markdown.split("The [registered")[0]
     assert "[registered page](https://batteries.example/ssb)" in result.markdown
     assert "![chart](figures/chart.png)" in result.markdown and "https://code.example/z" in result.markdown
 
@@ -163,7 +167,11 @@ def test_a_pointer_left_without_its_address_goes_whole():
     body = result.markdown.split("## References")[0]
     assert "More at" not in body and "Read more" not in body and "unknown.example" not in body
     assert "Cells must be made in dry rooms [1]." in body
-    assert "See : details." in body or "See: details." in body  # text after the address is kept
+    # A sentence that lost its address and that no source supports goes from a generated report;
+    # a user's edit keeps the text after the address, marked.
+    assert "details" not in body
+    edit = report_check(md, SOURCES, remove_sure=False).markdown
+    assert "See : details." in edit or "See: details." in edit
     assert "钠离子电池的能量密度低于磷酸铁锂电池" in body  # a long sentence keeps its words
     assert "\n\n\n" not in body and "The next paragraph stays." in body
     assert result.removed_links == 4

@@ -1,5 +1,7 @@
-"""`make eval` does not rot: the evaluation runs one question through both engines end to end,
-and its scoring functions judge reports the way they claim to."""
+"""`make eval` does not rot: the corpus is what the eval says it is (dev and test on different
+topics, distractors that searches find, every key fact on its page), the evaluation runs one
+question through both engines end to end, and its scoring functions judge reports the way they
+claim to."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from bench.eval.corpus import CorpusSite, load_pages, search
-from bench.eval.metrics import score_report
-from bench.eval.run import load_questions
+from bench.eval.metrics import fold, score_report, states_fact
+from bench.eval.run import load_engines, load_questions
+from research.agents import verify
 from research.agents.types import SourceRef
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +26,38 @@ def _question(qid: str) -> dict:
     return load_questions([qid])[0]
 
 
-def test_every_fact_is_on_a_page_the_question_names():
+def _sentences(page) -> list[str]:
+    return [fold(par[s:e]) for par in page.paragraphs for s, e in verify.line_sentences(par)]
+
+
+def test_the_eval_has_dev_and_test_questions_with_relevant_and_distractor_pages():
     pages = {p.name: p for p in load_pages()}
     questions = load_questions()
-    assert len(questions) >= 5 and {q["locale"][:2] for q in questions} == {"en", "zh"}
+    assert len(pages) >= 100 and len(questions) >= 24
+    assert sum(q["locale"].startswith("zh") for q in questions) * 2 == len(questions)
+    for split in ("dev", "test"):
+        chosen = [q for q in questions if q["split"] == split]
+        assert len(chosen) >= 10 and {q["locale"][:2] for q in chosen} == {"en", "zh"}
+    used = {split: {n for q in questions if q["split"] == split for n in q["pages"] + q["distractors"]}
+            for split in ("dev", "test")}
+    assert not used["dev"] & used["test"], "dev and test must be on different topics"
     for q in questions:
+        assert 2 <= len(q["pages"]) <= 4 and len(q["distractors"]) >= 4, q["id"]
+        assert not set(q["pages"]) & set(q["distractors"])
+        # Distractors are near misses: a search for the question finds some of them among its hits.
+        hits = {h["url"].rsplit("/", 1)[1].removesuffix(".html") for h in search(list(pages.values()),
+                                                                                q["question"], "http://x")}
+        assert len(hits & set(q["distractors"])) >= 2, q["id"]
+        assert set(q["pages"]) <= hits, q["id"]
+
+
+def test_every_fact_is_stated_on_a_page_the_question_names():
+    pages = {p.name: p for p in load_pages()}
+    for q in load_questions():
         for fact in q["facts"]:
-            text = " ".join(pages[name].text for name in fact["pages"]).casefold()
-            assert any(all(k in text for k in keys) for keys in fact["match"]), (q["id"], fact["fact"])
+            assert set(fact["pages"]) <= set(q["pages"]), (q["id"], fact["fact"])
+            assert any(states_fact(fact, s) for name in fact["pages"] for s in _sentences(pages[name])), (
+                q["id"], fact["fact"])
 
 
 def test_corpus_site_serves_pages_and_searches_across_languages():
@@ -38,34 +65,53 @@ def test_corpus_site_serves_pages_and_searches_across_languages():
 
     with CorpusSite() as site:
         hits = httpx.get(f"{site.url}/search", params={"q": "固态电池 量产", "format": "json"}).json()["results"]
-        assert hits and "ssb-" in hits[0]["url"]
+        assert hits and any("/pages/ssb-" in h["url"] for h in hits[:3])
         page = httpx.get(hits[0]["url"])
         assert page.status_code == 200 and "<p>" in page.text
         assert httpx.get(f"{site.url}/pages/none.html").status_code == 404
     assert search(load_pages(), "zzzz unknown", "http://x") == []
 
 
-def test_scores_reward_stated_facts_supported_citations_and_an_answer_first():
+def test_scores_count_facts_only_from_the_pages_that_state_them():
     q = _question("heatpump-cold-en")
-    text = next(p for p in load_pages() if p.name == "heatpump-cold").text
-    sources = [SourceRef(1, "http://site/a", "A", text)]
+    pages = {p.name: p for p in load_pages()}
+    sources = [SourceRef(1, "http://site/pages/heatpump-cold.html", "A", pages["heatpump-cold"].text),
+               SourceRef(2, "http://site/pages/heatpump-ground.html", "G", pages["heatpump-ground"].text)]
     good = (
-        "# Q\n\n## Key findings\n\n- Field trials of cold-climate air-source heat pumps found an average seasonal "
+        "# Q\n\n## Answer\n\nField trials of cold-climate air-source heat pumps found an average seasonal "
         "COP of about 2.5 to 3 in regions where winter temperatures regularly fall below minus 15 degrees "
         "Celsius. [1]\n"
-        "\n## References\n\n- [1] [A](http://site/a)\n"
+        "\n## References\n\n- [1] [A](http://site/pages/heatpump-cold.html)\n"
     )
     scores = score_report(good, sources, q)
     assert scores.facts[0] and scores.fact_recall == pytest.approx(1 / len(q["facts"]))
     assert scores.citation_support == 1.0 and scores.answer_first and not scores.unretrieved_urls
+    assert scores.uncited_unsupported == []
+    # The same words cited to a distractor page, or not cited at all, are not the fact.
+    for cite in (" [2]", ""):
+        moved = good.replace(" [1]\n", cite + "\n").replace("[A](http://site/pages/heatpump-cold.html)",
+                                                            "[G](http://site/pages/heatpump-ground.html)")
+        assert not score_report(moved, sources, q).facts[0]
+    # An answer in a bullet list is not an answer first.
+    assert not score_report(good.replace("\n\nField", "\n\n- Field"), sources, q).answer_first
 
     bad = (
         "# Q\n\n## Summary\n\nHeat pumps doubled in price during 2019 [1]. See [a trial](https://elsewhere.example/t).\n"
-        "\n## References\n\n- [1] [A](http://site/a)\n"
+        "A 2031 field trial reported a COP of 9.\n"
+        "\n## References\n\n- [1] [A](http://site/pages/heatpump-cold.html)\n"
     )
     scores = score_report(bad, sources, q)
     assert scores.fact_recall == 0 and not scores.answer_first
     assert scores.citation_support == 0.0 and scores.unretrieved_urls == ["https://elsewhere.example/t"]
+    assert scores.uncited_unsupported == ["See a trial.", "A 2031 field trial reported a COP of 9."]
+
+
+def test_engine_rows_are_data():
+    rows = load_engines()
+    assert [r["name"] for r in rows][:2] == ["offline", "llm"] and all("engine" in r for r in rows)
+    assert load_engines(["llm"])[0]["stand_in"] is True
+    with pytest.raises(SystemExit):
+        load_engines(["nope"])
 
 
 @pytest.mark.integration
@@ -83,11 +129,15 @@ def test_eval_runs_one_question_through_both_engines(tmp_path):
     results = json.loads(out.read_text())
     assert results["render"] == {"kept": True}  # other sections are kept
     section = results["eval"]
-    assert section["questions"] == 1 and "stand-in" in section["note"] and section["machine"]["nproc"] >= 1
+    assert section["questions"] == {"dev": 1, "test": 0} and "stand-in" in section["note"]
+    assert section["machine"]["nproc"] >= 1 and section["engines"] == ["offline", "llm"]
     for engine in ("offline", "llm"):
-        data = section["engines"][engine]
-        assert data["failed_jobs"] == 0
-        assert data["unretrieved_urls"] == 0
-        assert 0 <= data["fact_recall"] <= 1
-        assert data["questions"]["hydrogen-cost-en"]["cited_sentences"] > 0
-    assert section["engines"]["offline"]["fact_recall"] >= 0.5
+        dev = section[engine]["dev"]
+        assert "test" not in section[engine]  # no test question was run
+        assert set(dev) >= {"fact_recall", "citation_support", "unretrieved_urls", "answer_first",
+                            "uncited_unsupported"}
+        assert dev["failed_jobs"] == 0 and dev["unretrieved_urls"] == 0 and dev["uncited_unsupported"] == 0
+        assert 0 <= dev["fact_recall"] <= 1
+        assert section[engine]["per_question"]["hydrogen-cost-en"]["cited_sentences"] > 0
+    assert section["llm"]["stand_in"] is True
+    assert section["offline"]["dev"]["fact_recall"] >= 0.5

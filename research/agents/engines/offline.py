@@ -331,6 +331,102 @@ def question_facets(question: str) -> list[Facet]:
     return found
 
 
+@dataclass(frozen=True)
+class Aspect:
+    """One part of a question that asks several things ("… production and safety?")."""
+
+    title: str  # the part in the question's own words, as a sub-question (English) or a phrase (Chinese)
+    query: str  # its key terms plus the subject's, for the step's search
+    words: tuple[str, ...]  # the words that tell this part from the others
+
+
+_WH = ("what", "how", "why", "which", "who", "when", "where", "is", "are", "does", "do", "can", "will")
+_WH_START = frozenset(("what", "how", "why", "which", "who", "when", "where"))
+_EN_PIECE = re.compile(r"\s*[,;]\s*")
+_EN_AND = re.compile(r"\s+(?:and|or)\s+")
+_ZH_AND = re.compile(r"以及|和|及|、|，|,")
+_ZH_HOW = ("如何", "怎样", "怎么", "为何", "为什么")
+_ZH_ASK = ("如何", "怎样", "怎么样", "是多少", "有多大", "多大", "多少", "有哪些", "哪些", "是什么", "情况", "吗", "呢")
+
+
+def _strip_zh_ask(text: str) -> str:
+    for phrase in _ZH_ASK:
+        if text.endswith(phrase) and len(text) > len(phrase):
+            text = text[: -len(phrase)]
+    return text.strip()
+
+
+def _en_clauses(text: str) -> list[str]:
+    """Clauses of an English question: at commas and semicolons, and at "and" before a wh-word."""
+    out: list[str] = []
+    for piece in _EN_PIECE.split(text):
+        words = piece.split()
+        if words and words[0].lower() in ("and", "but"):
+            words = words[1:]
+        start = 0
+        for i, word in enumerate(words):
+            if word.lower() == "and" and i > start and i + 1 < len(words) and words[i + 1].lower() in _WH_START:
+                out.append(" ".join(words[start:i]))
+                start = i + 1
+        out.append(" ".join(words[start:]))
+    return [c for c in out if c]
+
+
+def question_aspects(question: str, locale: str) -> list[Aspect]:
+    """The parts of a question that asks several things, in its own words; [] for a one-part question.
+
+    English: clauses ("What does X cost, and what would make it cheaper?") and a pair joined by
+    "and" at the end of a clause ("What limits X's production and safety?" → "What limits X's
+    production", "What limits X's safety"). Chinese: the parts joined by 和/及/、 after the subject
+    ("数据中心的耗电量有多大，如何降低？" → 数据中心的耗电量, 数据中心如何降低).
+    """
+    text = " ".join(question.split()).strip().rstrip("?？!！.。")
+    if not text:
+        return []
+    parts: list[tuple[str, str]] = []  # (sub-question, the words that tell it apart)
+    if is_chinese(locale) or detect_locale(text) == "zh-CN":
+        pieces = [p.strip() for p in _ZH_AND.split(text) if p.strip()]
+        if len(pieces) < 2:
+            return []
+        head = pieces[0]
+        cut = head.rfind("的")
+        subject, first = (head[:cut], head[cut + 1 :]) if cut > 0 else ("", head)
+        items = [_strip_zh_ask(first)] + [_strip_zh_ask(p) for p in pieces[1:]]
+        zh_parts = [(f"{subject}{'' if item.startswith(_ZH_HOW) else '的'}{item}" if subject else item, item)
+                    for item in items if item]
+        if len(zh_parts) < 2:
+            return []
+        return [Aspect(title[:200], f"{subject} {item}".strip(), (item,)) for title, item in zh_parts[:4]]
+    else:
+        clauses = _en_clauses(text)
+        for clause in clauses:
+            pair = list(_EN_AND.finditer(clause))
+            tail = clause[pair[-1].end() :] if pair else ""
+            before = clause[: pair[-1].start()] if pair else clause
+            # "… production and safety": the last word before "and" and a short tail are alternatives.
+            if pair and 0 < len(tail.split()) <= 3 and before.split():
+                stem_words = before.split()
+                left = stem_words[-1]
+                stem = " ".join(stem_words[:-1])
+                parts.append((f"{stem} {left}".strip(), left))
+                parts.append((f"{stem} {tail}".strip(), tail))
+            elif len(clauses) > 1:
+                parts.append((clause, ""))  # a clause of its own: nothing to take out of the others
+    if len(parts) < 2:
+        return []
+    subject = key_terms(question, locale)
+    out: list[Aspect] = []
+    for sub, own in parts:
+        title = sub[:1].upper() + sub[1:]
+        terms = key_terms(sub, locale, fallback=False)
+        others = {t.lower() for _, words in parts if words and words != own
+                  for t in key_terms(words, locale, fallback=False)}
+        query = [t for t in dict.fromkeys([*terms, *subject]) if t.lower() not in others or t in terms]
+        words = tuple(key_terms(own or sub, locale, fallback=False)) or (sub,)
+        out.append(Aspect(title[:200], " ".join(query)[:400], words))
+    return out[:4]
+
+
 def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> set[str]:
     """Tokens of the question's key terms that most fetched pages contain: the subject, which tells
     no sentence apart from another, unlike what the question asks about it ("limits", "cost")."""
@@ -345,6 +441,9 @@ def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) ->
     return shared
 
 
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
     """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
 
@@ -353,8 +452,12 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     with the question, but a page on another subject lacks most of them. A page in another script
     cannot be compared word for word, so the search engine's order speaks for it.
     """
-    terms = [set(tokenize(t)) for t in key_terms(question, locale)]
-    terms = [t for t in terms if t]
+    raw_terms = [t for t in key_terms(question, locale) if tokenize(t)]
+    terms = [set(tokenize(t)) for t in raw_terms]
+    # A long Chinese chunk ("抽水蓄能在中国面临") is its words run together, the subject first: a page
+    # that has its first four characters verbatim ("抽水蓄能") has the term. (Only the first: a window
+    # across two words, "电池量产", would match pages on other batteries.)
+    heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
     total = sum(len(t) for t in terms)
     zh_question = is_chinese(locale)
     weights: dict[int, float] = {}
@@ -366,7 +469,12 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         present = set(tokenize(f"{ref.title} {ref.text}"))
         # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
         # A word or two must be there in full ("solid-state" is not "United States"), a long CJK term by half.
-        share = sum(len(t) for t in terms if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t))) / total
+        page = f"{ref.title} {ref.text}"
+        share = sum(
+            len(t)
+            for t, head in zip(terms, heads, strict=True)
+            if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
+        ) / total
         weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
     on_topic = any(w >= 0.85 for w in weights.values())
     for rank, number in enumerate(foreign):
@@ -375,6 +483,36 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
 
 
 # ---------------------------------------------------------------- the engine
+
+
+def _aspect_of(question: str, locale: str, step: PlanStep) -> Aspect | None:
+    """The part of the question a step researches (its title is the part's), or None."""
+    return next((a for a in question_aspects(question, locale) if a.title == step.title), None)
+
+
+def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], shown: int) -> list[RankedSentence]:
+    """Give every page that is about the subject a chance: a relevant page with no sentence among
+    the first `shown` gets its best-ranked one moved up, in place of the last pick of a page that
+    already has several."""
+    if not ranked:
+        return ranked
+    top = ranked[:shown]
+    present = {r.source for r in top}
+    relevant = [n for n, w in weights.items() if w >= 0.85 and n not in present]
+    rest = ranked[shown:]
+    for number in relevant:
+        best = next((r for r in rest if r.source == number), None)
+        if best is None:
+            continue
+        counts = {n: sum(r.source == n for r in top) for n in present}
+        donors = [i for i in range(len(top) - 1, -1, -1) if counts[top[i].source] > 1]
+        if not donors:
+            break
+        rest.remove(best)
+        rest.insert(0, top.pop(donors[0]))
+        top.append(best)
+        present.add(number)
+    return top + rest
 
 
 class _Section(NamedTuple):
@@ -402,6 +540,28 @@ def _language_note(sections: list[_Section], zh: bool) -> str:
     if zh:
         return "_说明：所引来源主要为英文，引文保留原文，未经翻译。_"
     return "_Note: most sources are in Chinese; quotes are kept in their original language, untranslated._"
+
+
+def _specific(sentence: str) -> float:
+    """How specific a sentence is, as a factor: a figure counts, a short sentence says little."""
+    factor = 1.3 if _numbers([sentence]) else 1.0
+    return factor * (0.7 if len(tokenize(sentence)) < 8 else 1.0)
+
+
+_PART_ANSWERED = {False: "_The answer above has what the sources say on this._",
+                  True: "_上文的答案已包含来源中关于这一点的内容。_"}
+_PART_EMPTY = {False: "_The sources found had nothing on this._", True: "_检索到的来源中没有关于这一点的内容。_"}
+
+
+def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str:
+    """One paragraph (soft line breaks): each part of the question in bold, then its quotes, one a
+    line, so every cited sentence is still a verbatim quote with its citation at the line's end."""
+    lines: list[str] = []
+    for label, sentence in answer:
+        if label:
+            lines.append(f"**{label}**" if zh else f"**{label.rstrip('?')}?**")
+        lines.append(_cite(sentence["text"], sentence["source"], zh))
+    return "\n".join(lines)
 
 
 def _cite(sentence: str, number: int, zh: bool) -> str:
@@ -457,15 +617,33 @@ class OfflineEngine:
         terms = key_terms(ctx.question, locale)
         extra_terms = _feedback_terms(feedback, zh) if feedback else []
 
-        keys = self._facet_keys(limit, feedback, previous)
+        # The question's own parts first ("production", "safety"), then the generic facets fill the rest.
+        aspects = question_aspects(ctx.question, locale)[:limit]
+        keys = self._facet_keys(limit, feedback, previous, reserved=len(aspects)) if limit > len(aspects) else []
+        if aspects:
+            # A facet a part already asks about ("what limits …": challenges) gives way to the next one.
+            covered = {f.key for a in aspects for f in question_facets(a.title)}
+            dropped = set(_facet_mentions(feedback)[1]) if feedback else set()
+            want = len(keys)
+            keys = [k for k in keys if k not in covered]
+            for key in _FACET_PRIORITY:
+                if len(keys) >= want:
+                    break
+                if key not in keys and key not in covered and key not in dropped:
+                    keys.append(key)
+            keys = sorted(keys, key=_CANONICAL_ORDER.index)
         topic = " ".join(terms)
         steps: list[PlanStep] = []
-        for index, key in enumerate(keys, start=1):
+        for aspect in aspects:
+            query = " ".join([aspect.query, *extra_terms]).strip()
+            steps.append(PlanStep(id=f"step-{len(steps) + 1}", title=aspect.title, description=query[:4000],
+                                  step_type="research", need_search=True, depends_on=[]))
+        for key in keys:
             facet = _FACET_BY_KEY[key]
             query = " ".join([topic, facet.query_zh if zh else facet.query_en, *extra_terms]).strip()
             steps.append(
                 PlanStep(
-                    id=f"step-{index}",
+                    id=f"step-{len(steps) + 1}",
                     title=_facet_title(facet, zh),
                     description=query[:4000],
                     step_type="research",
@@ -475,11 +653,14 @@ class OfflineEngine:
             )
         facet_names = "、".join(s.title for s in steps) if zh else ", ".join(s.title for s in steps)
         if zh:
-            thought = f"离线规划：按问题的各个方面分步检索（{facet_names}）；关键词：{'、'.join(terms)}。"
+            thought = f"离线规划：先按问题的各部分、再按常见方面检索（{facet_names}）；关键词：{'、'.join(terms)}。"
             if feedback:
                 thought += f"已根据反馈调整：{feedback.strip()}"
         else:
-            thought = f"Offline plan: one search step per facet of the question ({facet_names}); key terms: {topic}."
+            thought = (
+                f"Offline plan: one search step per part of the question, then per facet ({facet_names}); "
+                f"key terms: {topic}."
+            )
             if feedback:
                 thought += f" Adjusted to the feedback: {feedback.strip()}"
         return Plan(
@@ -490,10 +671,12 @@ class OfflineEngine:
             steps=steps,
         )
 
-    def _facet_keys(self, limit: int, feedback: str, previous: Plan | None) -> list[str]:
+    def _facet_keys(self, limit: int, feedback: str, previous: Plan | None, reserved: int = 0) -> list[str]:
+        """The facets for the steps left after `reserved` steps on the question's own parts."""
+        limit -= reserved
         count = min(limit, len(CORE_FACETS))
         if previous is not None and previous.steps:
-            count = min(limit, len(previous.steps))
+            count = min(limit, max(1, len(previous.steps) - reserved))
         wanted: list[str] = []
         dropped: list[str] = []
         if feedback:
@@ -510,7 +693,7 @@ class OfflineEngine:
                 count = len(wanted)
         count = max(1, min(limit, count))
         if count == 1 and not wanted:
-            return ["overview"]
+            return ["current"] if reserved else ["overview"]
         pool = (
             [k for k in (*CORE_FACETS, *EXTRA_FACETS) if k != "overview"]
             if count > len(CORE_FACETS)
@@ -539,20 +722,31 @@ class OfflineEngine:
         """
         locale = ctx.locale or detect_locale(ctx.question)
         terms = key_terms(ctx.question, locale)
+        aspect = _aspect_of(ctx.question, locale, step)
+        if aspect:  # a part's step searches for that part, not for the other parts too
+            others = {w.lower() for a in question_aspects(ctx.question, locale) if a != aspect for w in a.words}
+            terms = [t for t in terms if t.lower() not in others or t.lower() in aspect.query.lower()]
         base = step.description.strip() or step.title.strip()
         missing = [t for t in terms if t.lower() not in base.lower()]
         search_query = " ".join([base, *missing])[:400]
         rank_query = " ".join([step.title, step.description, *terms])
-        topic = set(tokenize(" ".join(terms)))
+        own = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        topic = set(tokenize(" ".join(terms))) - own  # a part's own words are what it asks, not the subject
         words = re.findall(r"[\w'’-]+", f"{step.title} {step.description}")
-        facets = _step_facets(step)
+        facets = [] if aspect else _step_facets(step)
         words += [w for facet in facets for w in facet.hints.split()]
-        if not facets or facets == [_FACET_BY_KEY["overview"]]:
+        if aspect:
+            words += [w for facet in question_facets(aspect.title) for w in facet.hints.split()]
+        elif not facets or facets == [_FACET_BY_KEY["overview"]]:
             # A step of no particular facet leans to what the question asks ("what limits …": challenges).
             words += [w for facet in question_facets(ctx.question) for w in facet.hints.split()]
         # The facet's words in both languages: sources in the other language still match the facet.
         words += [w for facet in facets for w in f"{facet.query_en} {facet.query_zh}".split()]
         focus = " ".join(dict.fromkeys(w.lower() for w in words if set(tokenize(w)) - topic))
+        if aspect:
+            # What the part asks ("limits" → the challenge words) counts even where it is a key term.
+            asked = [w for facet in question_facets(aspect.title) for w in facet.hints.split()]
+            focus = " ".join(dict.fromkeys([*focus.split(), *aspect.words, *asked]))
         return search_query, rank_query, focus
 
     def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]:
@@ -618,6 +812,8 @@ class OfflineEngine:
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
                  variant: RunVariant | None = None) -> StepResult:
         locale = ctx.locale or plan.locale
+        aspect = _aspect_of(ctx.question, locale, step)
+        own = set(tokenize(" ".join(aspect.words))) if aspect else set()  # never ignored as "the subject"
         search_query, rank_query, focus = self._queries(ctx, step)
         sources, errors = self._gather(ctx, step, search_query)
         if not sources:
@@ -629,6 +825,21 @@ class OfflineEngine:
         for ref in sources:
             candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
         weights = _source_weights(ctx.question, locale, sources)
+        if step.need_search:
+            # The step's own search ranked the pages for what this step asks: its first hits are the
+            # pages most about it (sources are in the order they were found).
+            for rank, ref in enumerate(sources):
+                weight = weights.get(ref.number, 1.0)
+                if rank < 2:
+                    # The search engine's two best hits are on the subject even when they do not
+                    # repeat the question's long terms ("公共充电桩" for "中国电动汽车充电桩").
+                    weight = max(weight, 0.9)
+                weights[ref.number] = weight * max(0.6, 1.0 - 0.1 * rank)
+        if aspect and own:
+            # A part's step prefers the pages that speak of that part at all.
+            for ref in sources:
+                if not own <= set(tokenize(f"{ref.title} {ref.text}")):
+                    weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
         if not candidates:
             raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
@@ -643,8 +854,9 @@ class OfflineEngine:
             source_weight=weights,
             diversity=0.3,
             floor=0.35,
-            ignore=_shared_subject(ctx.question, locale, sources),
+            ignore=_shared_subject(ctx.question, locale, sources) - own,
         )
+        ranked = _cover_sources(ranked, weights, self.sentences_per_step)
         fallback = not ranked
         if fallback:
             # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
@@ -732,7 +944,8 @@ class OfflineEngine:
         ordered += [r for r in results if id(r) not in in_plan]  # results for steps no longer in the plan
         missing = [s for s in plan.steps if s.id not in by_step]
 
-        assigned = self._assign(ordered)
+        part_titles = {a.title for a in question_aspects(ctx.question, ctx.locale or plan.locale)}
+        assigned = self._assign(ordered, first={i for i, r in enumerate(ordered) if r.title in part_titles})
         sections = [
             _Section(r.title, picked, r.report_md, bool(_notes_sentences(r)))
             for r, picked in zip(ordered, assigned, strict=True)
@@ -756,24 +969,37 @@ class OfflineEngine:
         if note_lang:
             emit(f"{note_lang}\n\n")
 
-        findings = self._key_findings(ctx.question, sections, style)
+        aspects = question_aspects(ctx.question, ctx.locale or plan.locale)
+        answer = self._answer(ctx.question, aspects, sections)
+        if answer:
+            emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
+        used = {id(s) for _, s in answer}
+        findings = [f for f in self._key_findings(ctx.question, sections, style, used) if id(f[1]) not in used]
         heading = "## 主要发现" if zh else "## Key findings"
         if findings:
             body = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for _, s in findings)
-        else:
+            emit(f"{heading}\n\n{body}\n\n")
+        elif not answer:
             body = (
                 "没有从来源中找到可用于回答问题的句子。"
                 if zh
                 else "No source sentences were found that answer the question."
             )
-        emit(f"{heading}\n\n{body}\n\n")
+            emit(f"{heading}\n\n{body}\n\n")
 
-        used = {id(s) for _, s in findings}
+        used |= {id(s) for _, s in findings}
+        part_titles = {a.title for a in aspects}
         for section in sections:
             title, report_md = section.title, section.report_md
             picked = [s for s in section.picked if id(s) not in used]
             if picked:
                 bullets = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for s in picked)
+            elif title in part_titles:
+                # Every part of the question keeps its section, if only to say where its answer is.
+                if section.picked:
+                    bullets = _PART_ANSWERED[zh]
+                else:
+                    bullets = _PART_EMPTY[zh]
             elif section.extractive:
                 continue  # everything it found is already shown above: no empty section
             else:  # a processing step, or a result without ranked sentences: its own text as is
@@ -786,8 +1012,43 @@ class OfflineEngine:
         return "".join(pieces)
 
     @staticmethod
+    def _answer(question: str, aspects: list[Aspect], sections: list[_Section]) -> list[tuple[str, dict[str, Any]]]:
+        """The opening answer: for a question in parts, the best sentences of each part's step, labelled
+        with the part; otherwise the best sentences of the steps on what the question asks."""
+        chosen: list[tuple[str, dict[str, Any]]] = []
+
+        def take(label: str, section: _Section, count: int) -> None:
+            # Each quote of a part from another page first: one page rarely says everything.
+            fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
+            # An answer states something specific: a figure helps, a short vague sentence does not.
+            fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]))
+            picks: list[dict[str, Any]] = []
+            for sentence in fresh:
+                if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
+                    picks.append(sentence)
+            picks += [s for s in fresh if s not in picks][: count - len(picks)]
+            picks.sort(key=fresh.index)  # best first
+            for sentence in picks:
+                chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
+
+        if aspects:
+            per_part = 2 if len(aspects) <= 2 else 1
+            by_title = {s.title: s for s in sections}
+            for aspect in aspects:
+                if aspect.title in by_title:
+                    take(aspect.title, by_title[aspect.title], per_part)
+            return chosen
+        asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
+        order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
+        for index in order:
+            if len(chosen) >= 2:
+                break
+            take("", sections[index], 2 if sections[index].title in asked else 1)
+        return chosen[:2]
+
+    @staticmethod
     def _key_findings(
-        question: str, sections: list[_Section], style: str
+        question: str, sections: list[_Section], style: str, used: set[int] | None = None
     ) -> list[tuple[str, dict[str, Any]]]:
         """One finding per facet: each section's best sentence, sections on what the question asks first.
 
@@ -803,6 +1064,8 @@ class OfflineEngine:
             # The facet the question asks about ("what limits …": challenges) answers it: up to three findings.
             want = 3 if section.title in asked else 1
             for sentence in section.picked:
+                if used and id(sentence) in used:
+                    continue
                 if want and not any(near_duplicate(sentence["text"], c["text"]) for _, c in chosen):
                     chosen.append((section.title, sentence))
                     want -= 1
@@ -810,24 +1073,29 @@ class OfflineEngine:
                 break
         return chosen[:size]
 
-    def _assign(self, results: list[StepResult]) -> list[list[dict[str, Any]]]:
+    def _assign(self, results: list[StepResult], first: set[int] | None = None) -> list[list[dict[str, Any]]]:
         """Share the sentences out between sections so that no two sections repeat each other.
 
-        Sections take turns by rank (every section's best sentence first, then every second best
-        …), so a sentence that one step ranks first and another step only used as filler goes to
-        the first. A section left with nothing keeps its own best sentence, repeated or not.
+        The steps on the question's own parts (`first`) pick first, all their sentences; then the
+        other sections take turns by rank (every section's best sentence first, then every second
+        best …), so a sentence that one step ranks first and another step only used as filler goes
+        to the first.
         """
         ranked = [_notes_sentences(r) for r in results]
         assigned: list[list[dict[str, Any]]] = [[] for _ in results]
         used: list[str] = []
-        for rank in range(max((len(r) for r in ranked), default=0)):
-            for index, sentences in enumerate(ranked):
-                if rank >= len(sentences) or len(assigned[index]) >= self.sentences_per_step:
-                    continue
-                sentence = sentences[rank]
-                if not any(near_duplicate(sentence["text"], u) for u in used):
-                    assigned[index].append(sentence)
-                    used.append(sentence["text"])
+        first = first or set()
+        rounds = range(max((len(r) for r in ranked), default=0))
+        turns = [(rank, i) for i in sorted(first) for rank in rounds]
+        turns += [(rank, i) for rank in rounds for i in range(len(ranked)) if i not in first]
+        for rank, index in turns:
+            sentences = ranked[index]
+            if rank >= len(sentences) or len(assigned[index]) >= self.sentences_per_step:
+                continue
+            sentence = sentences[rank]
+            if not any(near_duplicate(sentence["text"], u) for u in used):
+                assigned[index].append(sentence)
+                used.append(sentence["text"])
         return assigned
 
     # -- derived outputs
