@@ -617,6 +617,10 @@ class OfflineEngine:
 
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
                  variant: RunVariant | None = None) -> StepResult:
+        if variant is not None:  # a heavy run: query variants, union reranked (offline_heavy.py)
+            from research.agents.engines import offline_heavy
+
+            return offline_heavy.research_run(self, ctx, step, plan, prior, variant)
         locale = ctx.locale or plan.locale
         search_query, rank_query, focus = self._queries(ctx, step)
         sources, errors = self._gather(ctx, step, search_query)
@@ -673,6 +677,11 @@ class OfflineEngine:
                 "errors": errors,
             },
         )
+
+    def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
+        from research.agents.engines import offline_heavy
+
+        return offline_heavy.synthesize(self, ctx, step, plan, runs)
 
     # -- coder
 
