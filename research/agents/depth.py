@@ -46,7 +46,12 @@ assert len(EMPHASES) >= MAX_RUNS
 
 
 class DepthError(ValueError):
-    """Depth options that cannot be used; the message says why in words."""
+    """Depth options that cannot be used; the message says why in words, `code` which rule failed
+    (`depth`, `runs_type`, `runs_range`) so that the web app can say it in the user's language."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def depth_clean(depth: Any, runs: Any) -> tuple[str, int]:
@@ -56,21 +61,21 @@ def depth_clean(depth: Any, runs: Any) -> tuple[str, int]:
     """
     depth = str(depth or "standard").strip().lower()
     if depth not in DEPTHS:
-        raise DepthError(f"Unknown depth {depth!r}; choose standard or heavy.")
+        raise DepthError(f"Unknown depth {depth!r}; choose standard or heavy.", "depth")
     if depth == "standard":
         return depth, 1
     if runs in (None, ""):
         return depth, DEFAULT_RUNS
     if isinstance(runs, bool):
-        raise DepthError("Runs must be a whole number.")
+        raise DepthError("Runs must be a whole number.", "runs_type")
     try:
         count = int(runs)
     except (TypeError, ValueError):
-        raise DepthError("Runs must be a whole number.") from None
+        raise DepthError("Runs must be a whole number.", "runs_type") from None
     if isinstance(runs, float) and runs != count:
-        raise DepthError("Runs must be a whole number.")
+        raise DepthError("Runs must be a whole number.", "runs_type")
     if not 1 <= count <= MAX_RUNS:
-        raise DepthError(f"Runs must be between 1 and {MAX_RUNS}.")
+        raise DepthError(f"Runs must be between 1 and {MAX_RUNS}.", "runs_range")
     return depth, count
 
 

@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from research.agents.depth import DEFAULT_RUNS
 from research.agents.types import Plan
 from research.errors import error_text
 from research.jobs import selectors, services, storage
@@ -113,13 +114,18 @@ def _plan_forms(job: ResearchJob, data: Any = None, rows: list[dict[str, Any]] |
     if rows is not None:
         formset = PlanStepFormSet(initial=rows)
         meta = PlanMetaForm(initial={"base_version": data.get("base_version"), "title": data.get("title"),
-                                     "feedback": data.get("feedback", "")})
+                                     "feedback": data.get("feedback", ""),
+                                     "depth": data.get("depth") or job.options.get("depth", "standard"),
+                                     "runs": data.get("runs") or job.options.get("runs", DEFAULT_RUNS)})
     elif data is not None:
         formset = PlanStepFormSet(data)
         meta = PlanMetaForm(data)
     else:
         formset = PlanStepFormSet(initial=plan_initial(plan))
-        meta = PlanMetaForm(initial={"base_version": latest.number, "title": plan.title})
+        meta = PlanMetaForm(initial={"base_version": latest.number, "title": plan.title,
+                                     "depth": job.options.get("depth", "standard"),
+                                     "runs": job.options.get("runs") if job.options.get("depth") == "heavy"
+                                     else DEFAULT_RUNS})
     # Per instance, never on the class: requests run concurrently.
     formset.max_steps = int(job.options.get("max_steps", settings.JOB_MAX_STEPS))  # type: ignore[attr-defined]
     return {"plan_version": latest, "plan": plan, "formset": formset, "meta": meta}
@@ -235,7 +241,7 @@ def job_plan(request: HttpRequest, job_id: int) -> HttpResponse:
                                thought=forms["plan"].thought)
         try:
             services.plan_submit(job=job, plan=plan, base_version=meta.cleaned_data["base_version"], action=op,
-                                 feedback=meta.cleaned_data.get("feedback", ""))
+                                 feedback=meta.cleaned_data.get("feedback", ""), **meta.depth_options())
         except services.StalePlan as exc:
             job.refresh_from_db()
             if job.status != JobStatus.AWAITING_REVIEW:

@@ -13,7 +13,7 @@ Kept apart from offline.py so that the standard engine needs only a two-line hoo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from research.agents.depth import EMPHASES
 from research.agents.rank import near_duplicate, rank_sentences
@@ -21,8 +21,16 @@ from research.agents.synthesis import allowed_numbers, finding_check, run_source
 from research.agents.text import detect_locale, is_chinese, key_terms
 from research.agents.types import AgentContext, Plan, PlanStep, RunVariant, StepResult, ToolError
 
-if TYPE_CHECKING:
-    from research.agents.engines.offline import OfflineEngine
+
+class OfflineEngine(Protocol):
+    """What heavy mode uses of research.agents.engines.offline.OfflineEngine (not imported: it imports us)."""
+
+    name: str
+    sentences_per_step: int
+    per_source: int
+
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
+                 variant: RunVariant | None = None) -> StepResult: ...
 
 
 def _bullet(text: str, numbers: list[int], zh: bool) -> str:
