@@ -35,7 +35,7 @@ from research.jobs.forms import (
     report_markdown_problem,
 )
 from research.jobs.media import job_media, preview_dir
-from research.jobs.models import JobStatus, ResearchJob
+from research.jobs.models import JobStatus, ResearchJob, StepStatus
 from research.jobs.search_check import search_check_latest
 from research.ratelimit import ratelimited
 from research.render.html import markdown_to_html, report_html_cached
@@ -154,6 +154,17 @@ def _downloads(job: ResearchJob) -> list[dict[str, Any]]:
     return rows
 
 
+def _steps_with_runs(job: ResearchJob) -> list[Any]:
+    """The job's steps, each with `run_rows`: its parallel runs in heavy mode (none otherwise)."""
+    labels = dict(StepStatus.choices)
+    runs = selectors.step_runs_by_step(job=job)
+    steps = list(job.steps.order_by("position"))
+    for step in steps:
+        step.run_rows = [{**r, "status_label": labels.get(r["status"], r["status"])}  # type: ignore[attr-defined]
+                         for r in runs.get(step.pk, [])]
+    return steps
+
+
 def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dict[str, Any]:
     # The seq first, then the state: the page then shows at least every event up to rendered_seq, so the
     # JS may skip refreshing for those without missing a change.
@@ -162,7 +173,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
     report = selectors.report_latest(job=job)
     ctx: dict[str, Any] = {
         "job": job,
-        "steps": job.steps.order_by("position"),
+        "steps": _steps_with_runs(job),
         "renders": {r.kind: r for r in job.renders.all()},
         "artifacts": job.artifacts.exclude(kind="figure").order_by("created"),
         "report": report,
