@@ -187,7 +187,7 @@ def runs_synthesize(ctx: JobContext, engine: Engine, step: JobStep, plan: Plan) 
     done = [r for r in rows if r.status == StepStatus.DONE and r.result_md.strip()]
     lost = [{"run": r.index, "status": r.status, "error": r.error} for r in rows if r not in done]
     if not done:
-        reasons = "; ".join(f"run {r.index + 1}: {r.error or r.status}" for r in rows)
+        reasons = "; ".join(f"run {r.index + 1}: {' '.join((r.error or r.status).split())}" for r in rows)
         raise RunsFailed(f"every run failed ({reasons})"[:1500])
     results = [StepResult(step_id=step.step_id, title=step.title, report_md=r.result_md,
                           figures=list(r.result.get("figures", [])),
