@@ -23,7 +23,8 @@
 
   const REFRESH_TYPES = new Set([
     "job.status", "job.engine", "plan.ready", "plan.updated", "plan.accepted", "step.queued", "step.started",
-    "step.completed", "step.failed", "step.cancelled", "step.requeued", "step.synthesizing", "report.ready",
+    "step.completed", "step.failed", "step.cancelled", "step.requeued", "step.synthesizing", "run.completed",
+    "run.failed", "report.ready",
     "artifact.ready",
     "artifact.failed", "job.done", "job.failed", "search.checked", "followup.asked", "followup.done",
     "followup.failed",

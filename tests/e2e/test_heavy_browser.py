@@ -57,7 +57,8 @@ def test_heavy_job_shows_k_runs_per_step_live_then_the_finding_report_and_files(
     assert page.locator(".run-lane .emphasis").first.inner_text().strip()
     assert page.locator(".run-lane .run-queries li").count() >= 2 * K
     findings = page.locator("#cards .step-card.heavy .sec-finding")
-    assert findings.count() == 2 and "Synthesized finding" in findings.first.inner_text()
+    assert findings.count() == 2 and findings.first.locator("h4").text_content() == "Synthesized finding"
+    assert findings.first.locator("li.finding").text_content().strip()
     assert page.locator(".ev-step-synthesizing").count() == 2
     assert page.locator(".ev-run-completed").count() == 2 * K
 
