@@ -10,8 +10,9 @@ after the other on the same worker. Definitions:
   times the concurrent requests, each decoding a little slower) plus the synthesis call; the goal is ≤ 1.4
   for k = 3.
 - total_tokens_*: prompt + completion tokens of every model call of the job (LLMCall rows).
-- tokens_per_round: prompt tokens of each researcher call of the standard job's first step, in order
-  (round 1, 2, …; the last entry is the step-report call). Flat is the goal (IterResearch rebuilds a
+- tokens_per_round: prompt tokens of each researcher call of run 0 of the heavy job's first step, in order
+  (round 1, 2, …; the last entry is the step-report call; LLMCall.run tells the runs apart);
+  tokens_per_round_standard: the same for the standard job's first step. Flat is the goal (IterResearch rebuilds a
   small workspace each round); growing means the conversation is replayed every round.
 
 The batching model: n requests decoding at once each get tokens_per_s / (1 + batch_slowdown × (n − 1)).
@@ -37,14 +38,15 @@ def _tokens(job_id: int) -> dict[str, Any]:
             "by_agent": dict(sorted(by_agent.items()))}
 
 
-def _tokens_per_round(job_id: int) -> list[int]:
-    """Prompt tokens of the researcher's calls for the job's first research step, in call order."""
+def _tokens_per_round(job_id: int, run: int | None = None) -> list[int]:
+    """Prompt tokens of the researcher's calls for the job's first research step (of one of its runs in heavy
+    mode), in call order."""
     from research.jobs.models import JobStep, LLMCall
 
     first = JobStep.objects.filter(job_id=job_id, step_type="research").order_by("position").first()
     if first is None:
         return []
-    return list(LLMCall.objects.filter(job_id=job_id, step_id=first.step_id, agent="researcher")
+    return list(LLMCall.objects.filter(job_id=job_id, step_id=first.step_id, agent="researcher", run=run)
                 .order_by("created", "pk").values_list("prompt_tokens", flat=True))
 
 
@@ -87,7 +89,8 @@ def run(stack: Stack, *, steps: int = 3, k: int = 3, ttft: float = 0.5, tokens_p
         "total_tokens_standard": tokens_std["total"],
         "total_tokens_heavy": tokens_heavy["total"],
         "token_ratio_vs_standard": round(tokens_heavy["total"] / max(1, tokens_std["total"]), 3),
-        "tokens_per_round": _tokens_per_round(jobs["standard"]),
+        "tokens_per_round": _tokens_per_round(jobs["heavy"], run=0),
+        "tokens_per_round_standard": _tokens_per_round(jobs["standard"]),
         # Where heavy's extra wall time goes: the research stage (k× the concurrent requests on a batching
         # server) and the synthesis call each step makes after its runs.
         "research_stage_s": {"standard": std["stages"]["research"]["wall_s"],

@@ -95,7 +95,8 @@ class JobContext:
 
     def _record_call(self, record: Any) -> None:
         LLMCall.objects.create(
-            job_id=self.job_id, step_id=self.step_id or "", agent=record.agent or "", model=record.model or "",
+            job_id=self.job_id, step_id=self.step_id or "", run=self.run, agent=record.agent or "",
+            model=record.model or "",
             prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
             seconds=record.seconds, ok=record.ok, error=(record.error or "")[:2000],
         )

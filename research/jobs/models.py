@@ -274,6 +274,7 @@ class Artifact(models.Model):
 class LLMCall(models.Model):
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="llm_calls", null=True)
     step_id = models.CharField(max_length=40, blank=True)
+    run = models.PositiveSmallIntegerField(null=True, blank=True)  # heavy mode: which parallel run of the step
     agent = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     prompt_tokens = models.PositiveIntegerField(default=0)

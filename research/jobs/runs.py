@@ -80,6 +80,13 @@ def runs_fan_out(*, job: ResearchJob, step: JobStep) -> None:
         _synthesis_queue(job.pk, step)
 
 
+def _lock(job_id: int, step_pk: int) -> None:
+    """Lock the job row, then the step row: the order every unit takes (claims, the scheduler, event_emit
+    takes the job row), so a run ending, a claim and the reaper never wait on each other in a cycle."""
+    ResearchJob.objects.select_for_update().filter(pk=job_id).values_list("pk").first()
+    JobStep.objects.select_for_update().filter(pk=step_pk).values_list("pk").first()
+
+
 def _synthesis_queue(job_id: int, step: JobStep) -> None:
     JobStep.objects.filter(pk=step.pk).update(status=StepStatus.QUEUED, lease_until=now() + queue_grace())
     event_emit(job_id=job_id, type="step.queued", payload={"step": step.step_id, "synthesis": True})
@@ -132,7 +139,7 @@ def run_claim(job_id: int, step_id: str, index: int) -> tuple[ResearchJob, JobSt
             ended = {"status": StepStatus.FAILED,
                      "error": f"gave up after {run.attempts} attempts: the worker running it was lost each time"}
         if ended is not None:
-            JobStep.objects.select_for_update().filter(pk=run.step_id).first()
+            _lock(job_id, run.step_id)
             StepRun.objects.filter(pk=run.pk).update(finished_at=now(), lease_until=None, **ended)
             _run_ended_event(job_id, run, step_id, ended)
             _after_run(job_id, run.step_id)
@@ -151,7 +158,7 @@ def run_claim(job_id: int, step_id: str, index: int) -> tuple[ResearchJob, JobSt
 def run_finish(job_id: int, run: StepRun, token: str, **fields: Any) -> bool:
     """Write a run's outcome only if it still holds the lease; queue the synthesis after the last run."""
     with transaction.atomic():
-        JobStep.objects.select_for_update().filter(pk=run.step_id).first()
+        _lock(job_id, run.step_id)
         n = StepRun.objects.filter(pk=run.pk, lease_token=token, status=StepStatus.RUNNING).update(
             finished_at=now(), lease_until=None, **fields)
         if n:
@@ -207,6 +214,7 @@ def runs_requeue_stale(at: Any) -> int:
             status__in=[StepStatus.RUNNING, StepStatus.QUEUED], lease_until__lt=at,
             job__status=JobStatus.RESEARCHING):
         with transaction.atomic():
+            _lock(run.job_id, run.step_id)
             n = StepRun.objects.filter(pk=run.pk, status=run.status, lease_until=run.lease_until).update(
                 status=StepStatus.QUEUED, lease_until=at + queue_grace())
             if n:

@@ -48,8 +48,8 @@ def test_heavy_job_shows_k_runs_per_step_live_then_the_finding_report_and_files(
     # Live: the step cards grow K run lanes each from the socket's events (nothing here reloads the page).
     page.wait_for_selector(f"#cards .step-card.heavy .run-lane >> nth={K - 1}", timeout=120_000)
     page.wait_for_selector("#job[data-status='done']", timeout=300_000)
-    page.wait_for_selector(f"#cards .step-card.heavy >> nth=1", timeout=30_000)
-    page.wait_for_selector(".run-lane.run-done >> nth={}".format(2 * K - 1), timeout=30_000)
+    page.wait_for_selector("#cards .step-card.heavy >> nth=1", timeout=30_000)
+    page.wait_for_selector(f".run-lane.run-done >> nth={2 * K - 1}", timeout=30_000)
     lanes = _lanes(page)
     assert len(lanes) == 2 and all(len(card) == K for card in lanes), lanes
     assert all("run-done" in lane for card in lanes for lane in card), lanes
@@ -64,7 +64,7 @@ def test_heavy_job_shows_k_runs_per_step_live_then_the_finding_report_and_files(
 
     # A reload replays the same lanes from the event log (the static step list shows the runs too).
     page.reload()
-    page.wait_for_selector(".run-lane.run-done >> nth={}".format(2 * K - 1), timeout=30_000)
+    page.wait_for_selector(f".run-lane.run-done >> nth={2 * K - 1}", timeout=30_000)
     assert _lanes(page) == lanes
     assert page.locator(".static-steps .runs-summary li").count() == 2 * K
     assert StepRun.objects.filter(job_id=job_id, status="done").count() == 2 * K

@@ -13,7 +13,7 @@ import json
 import psutil
 import pytest
 
-from research.jobs.models import JobStep, ResearchJob, StepRun, StepStatus
+from research.jobs.models import JobStep, LLMCall, ResearchJob, StepRun, StepStatus
 from tests.faults.stack import QUESTION, check_event_log, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -80,4 +80,8 @@ def test_worker_killed_mid_run_loses_only_that_run_and_the_job_ends_done(stack):
     assert [e.payload["attempt"] for e in events if e.type == "run.started" and e.payload["run"] == lost] == [1, 2]
     assert [e.type for e in events].count("step.synthesizing") == 1
     assert [c.agent for c in stack.director.calls].count("synthesis") == 1
+    # Cost accounting tells the runs apart; the synthesis belongs to the step itself.
+    researched = set(LLMCall.objects.filter(job=job, agent="researcher").values_list("run", flat=True))
+    assert researched == {0, 1}
+    assert list(LLMCall.objects.filter(job=job, agent="synthesis").values_list("run", flat=True)) == [None]
     assert [e.type for e in events].count("job.done") == 1
