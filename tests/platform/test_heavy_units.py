@@ -209,3 +209,17 @@ def test_cancelling_a_heavy_job_cancels_its_queued_runs(alice, sent):
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
     assert set(StepRun.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.CANCELLED}
+
+
+def test_a_chinese_heavy_offline_job_synthesizes_chinese_findings(alice, sent, live_settings):
+    job = services.job_create(user=alice, question="中国新能源汽车销量增长的原因是什么？",
+                              options={"engine": "offline", "auto_accept": True, "max_steps": 2, "depth": "heavy",
+                                       "runs": 2})
+    drain(sent)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert job.locale == "zh-CN"
+    for step in JobStep.objects.filter(job=job):
+        assert step.result["notes"]["synthesis"] and step.result_md.strip()
+        emphases = [r.variant["emphasis"] for r in StepRun.objects.filter(step=step)]
+        assert all(any("\u4e00" <= ch <= "\u9fff" for ch in e) for e in emphases)
