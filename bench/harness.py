@@ -330,12 +330,13 @@ class Stack:
         return client.cookies["sessionid"].value
 
     def create_job(self, question: str, *, max_steps: int, step_concurrency: int = 0, auto_accept: bool = True,
-                   outputs: Iterable[str] = ("md",)) -> int:
+                   outputs: Iterable[str] = ("md",), **options: Any) -> int:
+        """An llm job; `options` adds job options (e.g. depth="heavy", runs=3)."""
         from research.jobs import services
 
         job = services.job_create(user=self.user(), question=question, options={
             "engine": "llm", "auto_accept": auto_accept, "max_steps": max_steps,
-            "step_concurrency": step_concurrency, "outputs": list(outputs), "locale": "en-US",
+            "step_concurrency": step_concurrency, "outputs": list(outputs), "locale": "en-US", **options,
         })
         return int(job.pk)
 

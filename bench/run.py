@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
+    bench_heavy,
     bench_orchestration,
     bench_render,
     bench_scale,
@@ -35,7 +36,7 @@ from bench import (  # noqa: E402
 )
 from bench.harness import Stack, machine  # noqa: E402
 
-SECTIONS = ("render", "orchestration", "tokens", "stream", "scale")
+SECTIONS = ("render", "orchestration", "tokens", "heavy", "stream", "scale")
 DEFAULT_OUT = ROOT / "bench" / "results.json"
 
 # Full-size parameters (make bench) and tiny ones (--smoke). Latency: a model server that starts
@@ -50,6 +51,9 @@ FULL: dict[str, dict[str, Any]] = {
     "orchestration_batched": {"steps": 6, "ttft": 0.5, "tokens_per_s": 50.0, "think_words": 100, "concurrency": 8,
                               "warm": False, "batch_slowdown": 0.1},
     "tokens": {"steps": (3, 6, 12)},
+    # Heavy mode (k = 3 parallel runs per step + a synthesis) against standard, on the batching model above.
+    "heavy": {"steps": 3, "k": 3, "ttft": 0.5, "tokens_per_s": 50.0, "think_words": 100, "batch_slowdown": 0.1,
+              "warm": False},
     "stream": {"jobs": 20, "steps": 3, "ttft": 0.5, "tokens_per_s": 50.0, "workers": 2, "concurrency": 12},
     "scale": {"jobs": 12, "steps": 3, "concurrency": 4, "ttft": 0.5, "tokens_per_s": 50.0},
 }
@@ -58,6 +62,7 @@ SMOKE: dict[str, dict[str, Any]] = {
     "orchestration": {"steps": 2, "ttft": 0.05, "tokens_per_s": 2000.0, "think_words": 0, "concurrency": 3,
                       "warm": False},
     "tokens": {"steps": (1, 2), "concurrency": 3},
+    "heavy": {"steps": 1, "k": 2, "ttft": 0.05, "tokens_per_s": 2000.0, "think_words": 0, "warm": False},
     "stream": {"jobs": 2, "steps": 1, "ttft": 0.05, "tokens_per_s": 2000.0, "workers": 1, "concurrency": 3,
                "warm": False},
     "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False},
@@ -95,6 +100,16 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             rows.append(("orchestration", "same, batching model (GPU-like): speedup / overhead",
                          f"{batched['parallel_speedup']:.2f}× (ideal {batched['ideal_speedup']:.2f}×) / "
                          f"{batched['overhead_ratio']:.3f}", ""))
+    h = results.get("heavy")
+    if h:
+        rows += [
+            ("heavy", f"wall, heavy (k = {h['k']}) / standard, batching model",
+             f"{h['wall_s_heavy']:.1f} s / {h['wall_s_standard']:.1f} s = {h['wall_ratio_vs_standard']:.2f}×", "≤ 1.4"),
+            ("heavy", "total tokens, heavy / standard",
+             f"{h['total_tokens_heavy']:,} / {h['total_tokens_standard']:,} = {h['token_ratio_vs_standard']:.2f}×", ""),
+            ("heavy", "prompt tokens per researcher round (round 1, 2, …)",
+             ", ".join(f"{n:,}" for n in h["tokens_per_round"]), "flat"),
+        ]
     s = results.get("stream")
     if s:
         rows += [
@@ -185,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "_pg" if args.database == "postgres" else ""
     tables: dict[str, Callable[[dict[str, Any]], list[tuple[str, str]]]] = {
         "render": bench_render.table, "orchestration": bench_orchestration.table, "tokens": bench_tokens.table,
+        "heavy": bench_heavy.table,
         "stream": bench_stream.table, "scale": bench_scale.table,
     }
     try:
@@ -210,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                         "overhead_ratio", "ideal_speedup", "latency_model", "runs")}
             elif name == "tokens":
                 result = bench_tokens.run(stack, **params["tokens"])
+            elif name == "heavy":
+                result = bench_heavy.run(stack, **params["heavy"])
             elif name == "stream":
                 result = bench_stream.run(stack, **params["stream"])
             else:

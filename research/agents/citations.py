@@ -10,6 +10,7 @@ Public API
 - ``citation_numbers(md)`` — every cited number, in order of first appearance.
 - ``filter_citations(md, allowed)`` — keep citations to ``allowed``, written as ``[a][b]``; returns the
   text and how many were dropped.
+- ``renumber_citations(md, mapping)`` — map every cited number (unmapped ones dropped).
 - ``strip_citations(md)`` — remove every citation (text for speech or slides).
 - ``strip_references_section(md)`` — drop a references / sources section (EN or ZH heading) up to the
   next heading of the same or a higher level; code blocks are left alone.
@@ -108,6 +109,16 @@ def filter_citations(md: str, allowed: Iterable[int]) -> tuple[str, int]:
     """Keep only citations to `allowed` numbers, written as [a][b]; return the text and how many were dropped."""
     text, dropped, _ = _rewrite(md, allowed)
     return text, dropped
+
+
+def renumber_citations(md: str, mapping: dict[int, int]) -> str:
+    """Every citation's numbers through `mapping` (numbers it lacks are dropped), written as [a][b]."""
+
+    def sub(match: re.Match[str]) -> str:
+        numbers = [mapping[n] for n in dict.fromkeys(_numbers(match.group(2))) if n in mapping]
+        return match.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(numbers)) if numbers else ""
+
+    return "".join(segment if is_code else CITATION.sub(sub, segment) for segment, is_code in _segments(md))
 
 
 def strip_citations(md: str) -> str:

@@ -212,6 +212,10 @@ class Engine(Protocol):
         variant: RunVariant | None = None,
     ) -> StepResult: ...
 
+    def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
+        """Heavy mode: merge the successful runs of a step into its finding (research.agents.synthesis)."""
+        ...
+
     def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult: ...
 
     def report(

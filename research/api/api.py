@@ -125,7 +125,7 @@ def plan_submit(request: HttpRequest, job_id: int, body: schemas.PlanSubmitIn) -
     job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
     plan = _plan_from_body(body, job)
     services.plan_submit(job=job, plan=plan, base_version=body.base_version, action=body.action,
-                         feedback=body.feedback)
+                         feedback=body.feedback, depth=body.depth, runs=body.runs)
     job.refresh_from_db()
     return job_detail(job=job)
 

@@ -42,6 +42,10 @@ class ResearchOptions(BaseModel):
     kb: int | None = None
     background: bool = False
     direct_answer: bool = Field(default=True, description="false: always research, never a short direct answer")
+    depth: Literal["standard", "heavy"] = Field(
+        default="standard", description="heavy: several parallel runs per research step, merged (slower, costlier)")
+    runs: int | None = Field(default=None, ge=1, le=5, description="parallel runs per research step when heavy "
+                                                                   "(default 3)")
     wait_s: float = Field(default=1800.0, description="Return (with the job id) if the job has not ended by then.")
 
 

@@ -23,6 +23,10 @@ class JobCreateIn(Schema):
     clarify: bool | None = Field(None, description="Let the model ask up to 3 clarifying questions first "
                                                    "(default: on unless the engine is offline).")
     direct_answer: bool = Field(True, description="false: never end with a short direct answer; always research.")
+    depth: Literal["standard", "heavy"] = Field("standard", description="heavy: several parallel runs per "
+                                                "research step, merged by a synthesis pass (slower, costlier).")
+    runs: int | None = Field(None, ge=1, le=5, description="Parallel runs per research step in heavy mode "
+                                                            "(1-5, default 3).")
 
 
 class PlanStepIn(Schema):
@@ -44,6 +48,8 @@ class PlanSubmitIn(Schema):
     action: Literal["accept", "replan"] = "accept"
     feedback: str = Field("", description="What the planner should change (required for replan).")
     plan: PlanIn | None = Field(None, description="Your edited plan; omit to accept the plan as written.")
+    depth: Literal["standard", "heavy"] | None = Field(None, description="Change the job's depth on accept.")
+    runs: int | None = Field(None, ge=1, le=5, description="Parallel runs per research step (heavy).")
 
 
 class ClarifyIn(Schema):
@@ -65,6 +71,17 @@ class FollowUpOut(Schema):
     folded_into: int | None = Field(description="The report version that includes this answer.")
 
 
+class StepRunOut(Schema):
+    index: int = Field(description="0-based position among the step's parallel runs (heavy mode)")
+    status: str
+    attempts: int
+    emphasis: str
+    opening_query: str
+    sources: int
+    chars: int
+    error: str | None
+
+
 class StepOut(Schema):
     id: str
     title: str
@@ -74,6 +91,7 @@ class StepOut(Schema):
     attempts: int
     depends_on: list[str]
     error: str | None
+    runs: list[StepRunOut] = Field(default_factory=list, description="Heavy mode: the step's parallel runs.")
 
 
 class ArtifactOut(Schema):

@@ -29,6 +29,7 @@ def job_detail(*, job: ResearchJob) -> dict[str, Any]:
 
     plan = job_selectors.plan_latest(job=job)
     report = job_selectors.report_latest(job=job)
+    runs = job_selectors.step_runs_by_step(job=job)
     return {
         "id": job.pk, "status": job.status, "question": job.question, "title": job.title, "engine": job.engine,
         "options": job.options, "answer": job.answer or None, "error": job.error or None,
@@ -39,7 +40,7 @@ def job_detail(*, job: ResearchJob) -> dict[str, Any]:
         "steps": [
             {"id": s.step_id, "title": s.title, "description": s.description, "type": s.step_type,
              "status": s.status, "attempts": s.attempts, "depends_on": list(s.depends_on),
-             "error": s.error or None}
+             "error": s.error or None, "runs": runs.get(s.pk, [])}
             for s in job.steps.order_by("position")
         ],
         "outputs": {r.kind: {"status": r.status, "error": r.error or None} for r in job.renders.all()},

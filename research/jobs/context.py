@@ -67,12 +67,13 @@ def _source_ref(src: Source) -> SourceRef:
 class JobContext:
     """One per stage or step run. Implements research.agents.types.AgentContext."""
 
-    def __init__(self, job: ResearchJob, *, step_id: str | None = None) -> None:
+    def __init__(self, job: ResearchJob, *, step_id: str | None = None, run: int | None = None) -> None:
         self.job = job
         self.job_id = job.pk
         self.question = job.question
         self.locale = job.locale
         self.step_id = step_id
+        self.run = run  # heavy mode: which of the step's parallel runs this is (its events carry it)
         self.started = time.monotonic()
         self.options: dict[str, Any] = {
             **job.options,
@@ -94,7 +95,8 @@ class JobContext:
 
     def _record_call(self, record: Any) -> None:
         LLMCall.objects.create(
-            job_id=self.job_id, step_id=self.step_id or "", agent=record.agent or "", model=record.model or "",
+            job_id=self.job_id, step_id=self.step_id or "", run=self.run, agent=record.agent or "",
+            model=record.model or "",
             prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
             seconds=record.seconds, ok=record.ok, error=(record.error or "")[:2000],
         )
@@ -108,6 +110,8 @@ class JobContext:
     def emit(self, type: str, payload: dict[str, Any]) -> None:
         if self.step_id and "step" not in payload:
             payload = {"step": self.step_id, **payload}
+        if self.run is not None and "run" not in payload:
+            payload = {**payload, "run": self.run}
         event_emit(job_id=self.job_id, type=type, payload=payload)
 
     def check_cancelled(self) -> None:
@@ -201,7 +205,8 @@ class JobContext:
                     )
                     event_emit(job_id=self.job_id, type="source.added",
                                payload={"number": number, "url": url, "title": src.title, "kind": kind,
-                                        "step": self.step_id})
+                                        "step": self.step_id,
+                                        **({"run": self.run} if self.run is not None else {})})
                     return _source_ref(src)
             except IntegrityError:
                 continue

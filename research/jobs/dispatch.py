@@ -17,12 +17,13 @@ from kombu.exceptions import OperationalError
 
 logger = logging.getLogger(__name__)
 
-Unit = Literal["advance", "schedule", "step", "render", "followup", "kb_index"]
+Unit = Literal["advance", "schedule", "step", "run", "render", "followup", "kb_index"]
 
 TASK_NAMES: dict[Unit, str] = {
     "advance": "research.jobs.tasks.job_advance",
     "schedule": "research.jobs.tasks.job_schedule",
     "step": "research.jobs.tasks.step_run",
+    "run": "research.jobs.tasks.run_research",
     "render": "research.jobs.tasks.render_output",
     "followup": "research.jobs.tasks.followup_answer",
     "kb_index": "research.knowledge.tasks.document_index",
@@ -60,6 +61,11 @@ def enqueue_schedule(job_id: int) -> None:
 
 def enqueue_step(job_id: int, step_id: str) -> None:
     send_on_commit("step", job_id, step_id)
+
+
+def enqueue_run(job_id: int, step_id: str, index: int) -> None:
+    """One of the parallel runs of a heavy step (research/jobs/runs.py)."""
+    send_on_commit("run", job_id, step_id, index)
 
 
 def enqueue_render(job_id: int, kind: str) -> None:

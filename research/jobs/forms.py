@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.utils.translation import gettext_lazy as _
 
+from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
 
 STYLE_CHOICES = [
@@ -20,10 +21,32 @@ STYLE_CHOICES = [
 OUTPUT_CHOICES = [("pdf", "PDF"), ("pptx", _("Slides (PPTX)")), ("podcast", _("Podcast (MP3)"))]
 ENGINE_CHOICES = [("auto", _("Automatic")), ("llm", _("Model (vLLM)")), ("offline", _("Offline engine"))]
 LOCALE_CHOICES = [("auto", _("Same as the question")), ("en-US", "English"), ("zh-CN", "简体中文")]
+DEPTH_CHOICES = [("standard", _("Standard: one run per step")),
+                 ("heavy", _("Heavy: parallel runs per step, merged"))]
 STEP_TYPE_CHOICES = [("research", _("Research")), ("analysis", _("Analysis")), ("processing", _("Processing (code)"))]
 
 
-class JobCreateForm(forms.Form):
+class DepthFields(forms.Form):
+    """Depth and runs, on the new-job form and the plan review (docs/agents.md, "Depth")."""
+
+    # Not required: a form posted without them (an older page, a script) keeps the job's depth.
+    depth = forms.ChoiceField(label=_("Depth"), choices=DEPTH_CHOICES, initial="standard", required=False,
+                              help_text=_("Heavy runs each research step several times in parallel, each "
+                                          "with another emphasis, and merges the findings: slower and "
+                                          "costlier, broader and better cross-checked."))
+    runs = forms.IntegerField(label=_("Parallel runs per step (heavy)"), min_value=1, max_value=MAX_RUNS,
+                              initial=DEFAULT_RUNS, required=False)
+
+    def depth_options(self) -> dict[str, Any]:
+        """{"depth", "runs"} as chosen; {} when the form did not send a depth."""
+        data = self.cleaned_data
+        if not data.get("depth"):
+            return {}
+        return {"depth": data["depth"], "runs": data.get("runs") or DEFAULT_RUNS}
+
+
+class JobCreateForm(DepthFields):
+    field_order = ["question", "style", "locale", "max_steps", "depth", "runs"]
     question = forms.CharField(label=_("Research question"), max_length=4000,
                                widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}))
     style = forms.ChoiceField(label=_("Report style"), choices=STYLE_CHOICES, initial="academic")
@@ -54,6 +77,7 @@ class JobCreateForm(forms.Form):
             "outputs": ["md", *data["outputs"]], "auto_accept": data["auto_accept"], "engine": data["engine"],
             "kb": data["kb"], "web": data["web"], "background": data["background"],
             "clarify": data["clarify"] and data["engine"] != "offline",
+            **self.depth_options(),
         }
 
 
@@ -111,7 +135,7 @@ PlanStepFormSet = forms.formset_factory(PlanStepForm, formset=BasePlanStepFormSe
                                         absolute_max=50)
 
 
-class PlanMetaForm(forms.Form):
+class PlanMetaForm(DepthFields):
     base_version = forms.IntegerField(widget=forms.HiddenInput)
     title = forms.CharField(label=_("Plan title"), max_length=300)
     feedback = forms.CharField(label=_("Feedback for the planner"), required=False, max_length=4000,

@@ -136,6 +136,35 @@ class JobStep(models.Model):
         return f"{self.step_id} of job {self.job_id}"
 
 
+class StepRun(models.Model):
+    """One of the k parallel runs of a research step in heavy mode (docs/agents.md, "Depth").
+
+    A run is its own unit of work: claimed, leased and reaped like a step (research/jobs/runs.py).
+    When every run of a step ended, the step itself is queued again and synthesizes their results.
+    """
+
+    step = models.ForeignKey(JobStep, on_delete=models.CASCADE, related_name="runs")
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="step_runs")
+    index = models.PositiveSmallIntegerField()  # 0-based; shown as "run index + 1"
+    variant = models.JSONField(default=dict)  # research.agents.types.RunVariant as stored
+    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)
+    result_md = models.TextField(blank=True)
+    result = models.JSONField(default=dict)  # figures, notes
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["step", "index"]
+        constraints = [models.UniqueConstraint(fields=["step", "index"], name="uniq_step_run")]
+
+    def __str__(self) -> str:
+        return f"run {self.index} of {self.step}"
+
+
 class Source(models.Model):
     """A page or knowledge-base chunk an agent actually read. `number` is its one global citation number."""
 
@@ -245,6 +274,7 @@ class Artifact(models.Model):
 class LLMCall(models.Model):
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="llm_calls", null=True)
     step_id = models.CharField(max_length=40, blank=True)
+    run = models.PositiveSmallIntegerField(null=True, blank=True)  # heavy mode: which parallel run of the step
     agent = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     prompt_tokens = models.PositiveIntegerField(default=0)

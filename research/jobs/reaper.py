@@ -16,6 +16,7 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
+from research.jobs.runs import runs_requeue_stale
 from research.jobs.states import job_set_status
 from research.jobs.units import now, queue_grace
 from research.knowledge.services import document_requeue_stale
@@ -49,6 +50,7 @@ def reap_stale_work() -> dict[str, int]:
                                payload={"step": step.step_id, "attempt": step.attempts,
                                         "reason": "its worker stopped renewing the lease"})
                 enqueue_step(step.job_id, step.step_id)
+    counts["runs"] = runs_requeue_stale(at)  # heavy mode's parallel runs, leased like steps
     for row in OutputRender.objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
         if OutputRender.objects.filter(pk=row.pk, status=OutputStatus.RUNNING, lease_until=row.lease_until).update(
             status=OutputStatus.PENDING

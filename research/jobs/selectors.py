@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from research.jobs import storage
-from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob
+from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob, StepRun
 
 User = UserModel | AnonymousUser
 
@@ -122,8 +122,26 @@ def job_cost(*, job: ResearchJob) -> dict[str, Any]:
     return {"agents": agents, "total": total}
 
 
+def step_runs_by_step(*, job: ResearchJob) -> dict[int, list[dict[str, Any]]]:
+    """Heavy mode: each step's parallel runs (JobStep pk -> one dict per run, in order), in one query."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for run in StepRun.objects.filter(job=job).order_by("step_id", "index"):
+        notes = run.result.get("notes", {}) if isinstance(run.result, dict) else {}
+        sources = notes.get("sources") if isinstance(notes, dict) else None
+        out.setdefault(run.step_id, []).append({
+            "index": run.index, "status": run.status, "attempts": run.attempts,
+            "emphasis": str(run.variant.get("emphasis", "")),
+            "opening_query": str(run.variant.get("opening_query", "")),
+            "sources": len(sources) if isinstance(sources, list) else 0, "chars": len(run.result_md),
+            "error": run.error or None,
+        })
+    return out
+
+
 def job_summary(*, job: ResearchJob) -> dict[str, Any]:
     """The job as one JSON object (CLI `job ID --json`)."""
+    heavy = job.options.get("depth") == "heavy"
+    runs = step_runs_by_step(job=job) if heavy else {}
     return {
         "job": job.pk,
         "status": job.status,
@@ -132,9 +150,12 @@ def job_summary(*, job: ResearchJob) -> dict[str, Any]:
         "locale": job.locale,
         "error": job.error or None,
         "answer": job.answer or None,
+        "depth": job.options.get("depth", "standard"),
         "steps": [
             {"id": s.step_id, "title": s.title, "type": s.step_type, "status": s.status,
-             "attempts": s.attempts, "error": s.error or None}
+             "attempts": s.attempts, "error": s.error or None,
+             # Heavy jobs: one entry per parallel run ([] for a step that ran once, e.g. processing).
+             **({"runs": runs.get(s.pk, [])} if heavy else {})}
             for s in job.steps.order_by("position")
         ],
         "outputs": {r.kind: {"status": r.status, "error": r.error or None} for r in job.renders.all()},

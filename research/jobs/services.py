@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from research import ratelimit
+from research.agents.depth import MAX_RUNS, DepthError, depth_clean
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan, SourceRef
 from research.agents.verify import report_check
@@ -88,6 +89,10 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     if locale != "auto" and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
         raise ValidationError(_("Locale %(locale)r is not like en-US or zh-CN.") % {"locale": locale})
     kb = options.get("kb")
+    try:
+        depth, runs = depth_clean(options.get("depth"), options.get("runs"))
+    except DepthError as exc:
+        raise ValidationError(depth_error_text(exc)) from None
     return {
         "style": style,
         "outputs": outputs,
@@ -104,7 +109,19 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
         "direct_answer": bool(options.get("direct_answer", True)),
         # 0 = no per-job limit (steps run as parallel as the workers allow); benchmarks use 1.
         "step_concurrency": max(0, int(options.get("step_concurrency") or 0)),
+        # Heavy mode: `runs` parallel runs per research/analysis step, merged by a synthesis (docs/agents.md).
+        "depth": depth,
+        "runs": runs,
     }
+
+
+def depth_error_text(exc: DepthError) -> str:
+    """research.agents.depth's refusal in the user's language."""
+    if exc.code == "depth":
+        return str(_("Unknown depth; choose standard or heavy."))
+    if exc.code == "runs_type":
+        return str(_("Runs must be a whole number."))
+    return str(_("Runs must be between 1 and %(max)d.") % {"max": MAX_RUNS})
 
 
 def job_create(*, user: User, question: str, options: dict[str, Any]) -> ResearchJob:
@@ -208,8 +225,11 @@ def plan_version_create(*, job: ResearchJob, plan: Plan, author: str, feedback: 
     return version
 
 
-def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str, feedback: str = "") -> PlanVersion:
-    """Accept (possibly edited) or ask for a re-plan. Refuses a stale form with StalePlan."""
+def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str, feedback: str = "",
+                depth: str | None = None, runs: int | None = None) -> PlanVersion:
+    """Accept (possibly edited) or ask for a re-plan. Refuses a stale form with StalePlan.
+
+    `depth` / `runs` (the review page's depth choice) replace the job's, checked like a new job's."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
         if job.status != JobStatus.AWAITING_REVIEW:
@@ -238,6 +258,13 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
             return version
         if action != "accept":
             raise ValidationError(_("Unknown action %(action)r.") % {"action": action})
+        if depth is not None:
+            try:
+                chosen, count = depth_clean(depth, runs)
+            except DepthError as exc:
+                raise ValidationError(depth_error_text(exc)) from None
+            job.options = dict(job.options, depth=chosen, runs=count)
+            ResearchJob.objects.filter(pk=job.pk).update(options=job.options)
         version = plan_version_create(job=job, plan=plan, author="user", accepted=True) if edited else latest
         if not edited:
             PlanVersion.objects.filter(pk=latest.pk).update(accepted=True)

@@ -7,29 +7,36 @@ A running step holds a lease token; only the holder may write its outcome (reape
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from typing import Any
 
-from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
 from research.agents.citations import strip_citations
 from research.agents.graph import blocked_steps, ready_steps
-from research.agents.types import BudgetExceeded, JobCancelled, PlanStep
+from research.agents.types import StepResult
 from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
 from research.jobs.events import event_emit
 from research.jobs.leases import lease_deadline, lease_kept
-from research.jobs.models import JobStatus, JobStep, ResearchJob, StepStatus
+from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
+from research.jobs.runs import runs_fan_out, runs_synthesize, step_is_heavy
 from research.jobs.states import job_set_status
-from research.jobs.units import accepted_plan, engine_for, now, queue_grace, short, step_results
+from research.jobs.units import accepted_plan, engine_for, now, plan_step, queue_grace, step_results, unit_outcome
 
 logger = logging.getLogger(__name__)
 
 _ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
+
+
+def step_has_runs(step: JobStep) -> bool:
+    return StepRun.objects.filter(step=step).exists()
+
+
+def runs_pending(step: JobStep) -> bool:
+    return StepRun.objects.filter(step=step).exclude(status__in=_ENDED).exists()
 
 
 def _graph_steps(steps: list[JobStep]) -> list[dict[str, Any]]:
@@ -70,6 +77,9 @@ def job_schedule(*, job_id: int) -> None:
         by_id = {s.step_id: s for s in steps}
         for step_id in ready[:slots]:
             s = by_id[step_id]
+            if step_is_heavy(job, s):  # heavy mode: k parallel runs, then a synthesis (runs.py)
+                runs_fan_out(job=job, step=s)
+                continue
             JobStep.objects.filter(pk=s.pk).update(status=StepStatus.QUEUED, lease_until=now() + queue_grace())
             s.status = StepStatus.QUEUED
             event_emit(job_id=job_id, type="step.queued", payload={"step": s.step_id})
@@ -94,6 +104,8 @@ def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | 
             return None  # a duplicate delivery is a no-op
         if step.status == StepStatus.RUNNING and step.lease_until and step.lease_until > now():
             return None  # someone is running it right now
+        if step.status == StepStatus.RUNNING and step.lease_until is None and runs_pending(step):
+            return None  # a heavy step waiting on its runs: their last one queues it
         if job.status != JobStatus.RESEARCHING or job.cancel_requested:
             JobStep.objects.filter(pk=step.pk).update(status=StepStatus.CANCELLED)
             event_emit(job_id=job_id, type="step.cancelled", payload={"step": step_id})
@@ -111,7 +123,8 @@ def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | 
             lease_until=now() + lease_deadline(), started_at=now(), error="",
         )
         step.attempts += 1
-        event_emit(job_id=job_id, type="step.started",
+        # A heavy step comes back here once its runs ended, to merge them.
+        event_emit(job_id=job_id, type="step.synthesizing" if step_has_runs(step) else "step.started",
                    payload={"step": step_id, "title": step.title, "type": step.step_type, "attempt": step.attempts})
         return job, step, token
 
@@ -128,6 +141,10 @@ def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
                 payload.update({"figures": fields.get("result", {}).get("figures", []),
                                 "chars": len(fields.get("result_md", "")),
                                 "finding": " ".join(strip_citations(str(fields.get("result_md", ""))).split())[:280]})
+                notes = fields.get("result", {}).get("notes", {})
+                if isinstance(notes, dict) and notes.get("synthesis"):  # heavy: how many runs it merged
+                    payload.update({"synthesized": True, "runs": len(notes.get("runs_done", [])),
+                                    "lost": len(notes.get("runs_lost", []))})
                 event_emit(job_id=job_id, type="step.completed", payload=payload)
             elif fields.get("status") == StepStatus.CANCELLED:
                 event_emit(job_id=job_id, type="step.cancelled", payload=payload)
@@ -142,36 +159,21 @@ def step_run(*, job_id: int, step_id: str) -> None:
     if claimed is None:
         return
     job, step, token = claimed
+
+    def work() -> StepResult:
+        ctx = JobContext(job, step_id=step_id)
+        plan = accepted_plan(job)
+        engine = engine_for(job)
+        ctx.check_cancelled()
+        if step_has_runs(step):
+            return runs_synthesize(ctx, engine, step, plan)
+        prior = step_results(job, list(step.depends_on))
+        if step.step_type == "processing":
+            return engine.process(ctx, plan_step(step), plan, prior)
+        return engine.research(ctx, plan_step(step), plan, prior)
+
+    def finish(**fields: Any) -> bool:
+        return step_finish(job_id, step, token, **fields)
+
     with lease_kept(JobStep, step.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        try:
-            ctx = JobContext(job, step_id=step_id)
-            plan = accepted_plan(job)
-            plan_step = PlanStep(id=step.step_id, title=step.title, description=step.description,
-                                 step_type=step.step_type,  # type: ignore[arg-type]
-                                 need_search=step.need_search, depends_on=list(step.depends_on))
-            prior = step_results(job, list(step.depends_on))
-            engine = engine_for(job)
-            ctx.check_cancelled()
-            if step.step_type == "processing":
-                result = engine.process(ctx, plan_step, plan, prior)
-            else:
-                result = engine.research(ctx, plan_step, plan, prior)
-            if not result.report_md.strip():
-                raise ValueError("the step produced an empty report")
-            step_finish(job_id, step, token, status=StepStatus.DONE, result_md=result.report_md,
-                         result={"figures": result.figures, "notes": _jsonable(result.notes)})
-        except JobCancelled:
-            step_finish(job_id, step, token, status=StepStatus.CANCELLED, error="cancelled")
-        except SoftTimeLimitExceeded:
-            step_finish(job_id, step, token, status=StepStatus.FAILED,
-                         error=f"ran over its time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s)")
-        except BudgetExceeded as exc:
-            step_finish(job_id, step, token, status=StepStatus.FAILED, error=short(exc))
-        except Exception as exc:
-            logger.exception("step %s of job %s failed", step_id, job_id)
-            step_finish(job_id, step, token, status=StepStatus.FAILED, error=short(exc))
-
-
-def _jsonable(value: Any) -> Any:
-    """Step notes as the JSON field will store them; anything not JSON becomes its str()."""
-    return json.loads(json.dumps(value, default=str))
+        unit_outcome(work, finish, label=f"step {step_id} of job {job_id}")

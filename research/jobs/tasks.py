@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from research.jobs import followups, reaper, renders, stages, steps
+from research.jobs import followups, reaper, renders, runs, stages, steps
 
 
 @shared_task(name="research.jobs.tasks.job_advance")
@@ -21,6 +21,11 @@ def job_schedule(job_id: int) -> None:
 @shared_task(name="research.jobs.tasks.step_run")
 def step_run(job_id: int, step_id: str) -> None:
     steps.step_run(job_id=job_id, step_id=step_id)
+
+
+@shared_task(name="research.jobs.tasks.run_research")
+def run_research(job_id: int, step_id: str, index: int) -> None:
+    runs.run_research(job_id=job_id, step_id=step_id, index=index)
 
 
 @shared_task(name="research.jobs.tasks.render_output")

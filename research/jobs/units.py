@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
+from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
 from research.agents.engines import get_engine
-from research.agents.types import Engine, JobCancelled, Plan, StepResult
-from research.jobs.models import TERMINAL_STATUSES, ResearchJob, StepStatus
+from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
+from research.jobs.models import TERMINAL_STATUSES, JobStep, ResearchJob, StepStatus
+
+logger = logging.getLogger(__name__)
 
 
 def now() -> datetime:
@@ -52,3 +59,35 @@ def step_results(job: ResearchJob, ids: list[str] | None = None) -> list[StepRes
     return [StepResult(step_id=s.step_id, title=s.title, report_md=s.result_md,
                        figures=list(s.result.get("figures", [])), notes=dict(s.result.get("notes", {})))
             for s in steps]
+
+
+def plan_step(step: JobStep) -> PlanStep:
+    """The plan step a JobStep row stands for."""
+    return PlanStep(id=step.step_id, title=step.title, description=step.description,
+                    step_type=step.step_type,  # type: ignore[arg-type]
+                    need_search=step.need_search, depends_on=list(step.depends_on))
+
+
+def jsonable(value: Any) -> Any:
+    """Step notes as the JSON field will store them; anything not JSON becomes its str()."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def unit_outcome(work: Callable[[], StepResult], finish: Callable[..., bool], *, label: str) -> None:
+    """Run a step's or a run's work and write its outcome through `finish` (which checks the lease token):
+    done with the result, cancelled, or failed with a readable reason. Shared by steps.py and runs.py."""
+    try:
+        result = work()
+        if not result.report_md.strip():
+            raise ValueError("the step produced an empty report")
+        finish(status=StepStatus.DONE, result_md=result.report_md,
+               result={"figures": result.figures, "notes": jsonable(result.notes)})
+    except JobCancelled:
+        finish(status=StepStatus.CANCELLED, error="cancelled")
+    except SoftTimeLimitExceeded:
+        finish(status=StepStatus.FAILED, error=f"ran over its time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s)")
+    except BudgetExceeded as exc:
+        finish(status=StepStatus.FAILED, error=short(exc))
+    except Exception as exc:
+        logger.exception("%s failed", label)
+        finish(status=StepStatus.FAILED, error=short(exc))

@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from research.agents.depth import DEFAULT_RUNS
 from research.agents.types import Plan
 from research.errors import error_text
 from research.jobs import selectors, services, storage
@@ -34,7 +35,7 @@ from research.jobs.forms import (
     report_markdown_problem,
 )
 from research.jobs.media import job_media, preview_dir
-from research.jobs.models import JobStatus, ResearchJob
+from research.jobs.models import JobStatus, ResearchJob, StepStatus
 from research.jobs.search_check import search_check_latest
 from research.ratelimit import ratelimited
 from research.render.html import markdown_to_html, report_html_cached
@@ -113,13 +114,18 @@ def _plan_forms(job: ResearchJob, data: Any = None, rows: list[dict[str, Any]] |
     if rows is not None:
         formset = PlanStepFormSet(initial=rows)
         meta = PlanMetaForm(initial={"base_version": data.get("base_version"), "title": data.get("title"),
-                                     "feedback": data.get("feedback", "")})
+                                     "feedback": data.get("feedback", ""),
+                                     "depth": data.get("depth") or job.options.get("depth", "standard"),
+                                     "runs": data.get("runs") or job.options.get("runs", DEFAULT_RUNS)})
     elif data is not None:
         formset = PlanStepFormSet(data)
         meta = PlanMetaForm(data)
     else:
         formset = PlanStepFormSet(initial=plan_initial(plan))
-        meta = PlanMetaForm(initial={"base_version": latest.number, "title": plan.title})
+        meta = PlanMetaForm(initial={"base_version": latest.number, "title": plan.title,
+                                     "depth": job.options.get("depth", "standard"),
+                                     "runs": job.options.get("runs") if job.options.get("depth") == "heavy"
+                                     else DEFAULT_RUNS})
     # Per instance, never on the class: requests run concurrently.
     formset.max_steps = int(job.options.get("max_steps", settings.JOB_MAX_STEPS))  # type: ignore[attr-defined]
     return {"plan_version": latest, "plan": plan, "formset": formset, "meta": meta}
@@ -148,6 +154,17 @@ def _downloads(job: ResearchJob) -> list[dict[str, Any]]:
     return rows
 
 
+def _steps_with_runs(job: ResearchJob) -> list[Any]:
+    """The job's steps, each with `run_rows`: its parallel runs in heavy mode (none otherwise)."""
+    labels = dict(StepStatus.choices)
+    runs = selectors.step_runs_by_step(job=job)
+    steps = list(job.steps.order_by("position"))
+    for step in steps:
+        step.run_rows = [{**r, "status_label": labels.get(r["status"], r["status"])}  # type: ignore[attr-defined]
+                         for r in runs.get(step.pk, [])]
+    return steps
+
+
 def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dict[str, Any]:
     # The seq first, then the state: the page then shows at least every event up to rendered_seq, so the
     # JS may skip refreshing for those without missing a change.
@@ -156,7 +173,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
     report = selectors.report_latest(job=job)
     ctx: dict[str, Any] = {
         "job": job,
-        "steps": job.steps.order_by("position"),
+        "steps": _steps_with_runs(job),
         "renders": {r.kind: r for r in job.renders.all()},
         "artifacts": job.artifacts.exclude(kind="figure").order_by("created"),
         "report": report,
@@ -235,7 +252,7 @@ def job_plan(request: HttpRequest, job_id: int) -> HttpResponse:
                                thought=forms["plan"].thought)
         try:
             services.plan_submit(job=job, plan=plan, base_version=meta.cleaned_data["base_version"], action=op,
-                                 feedback=meta.cleaned_data.get("feedback", ""))
+                                 feedback=meta.cleaned_data.get("feedback", ""), **meta.depth_options())
         except services.StalePlan as exc:
             job.refresh_from_db()
             if job.status != JobStatus.AWAITING_REVIEW:

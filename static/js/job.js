@@ -23,7 +23,9 @@
 
   const REFRESH_TYPES = new Set([
     "job.status", "job.engine", "plan.ready", "plan.updated", "plan.accepted", "step.queued", "step.started",
-    "step.completed", "step.failed", "step.cancelled", "step.requeued", "report.ready", "artifact.ready",
+    "step.completed", "step.failed", "step.cancelled", "step.requeued", "step.synthesizing", "run.completed",
+    "run.failed", "report.ready",
+    "artifact.ready",
     "artifact.failed", "job.done", "job.failed", "search.checked", "followup.asked", "followup.done",
     "followup.failed",
   ]);
@@ -54,6 +56,13 @@
     results: "{count} results", lines: "{lines} lines", exit: "exit code {code}", unreadable: "could not read",
     queued: "waiting", running: "running", done: "done", failed: "failed", cancelled: "cancelled",
     other: "other activity",
+    run_label: "Run {n}", run_queued: "“{title}”: run {n} is waiting ({emphasis})",
+    run_started: "“{title}”: run {n} started", run_completed: "“{title}”: run {n} finished",
+    run_failed: "“{title}”: run {n} failed", run_cancelled: "“{title}”: run {n} was cancelled",
+    run_requeued: "“{title}”: run {n} will run again: {reason}",
+    step_synthesizing: "“{title}”: merging the runs into one finding",
+    synthesis: "“{title}”: merging {runs} runs", synthesis_lost: "({lost} lost)",
+    synthesizing: "merging", synthesized: "Synthesized finding", run_sources: "{count} sources",
   };
   const I18N = (function () {
     try { return JSON.parse(root.dataset.i18n || "{}") || {}; } catch (e) { return {}; }
@@ -103,6 +112,11 @@
       case "plan.accepted": return t("plan_accepted", p);
       case "search.checked": return p.ok ? t("search_ok") : t("search_down");
       case "step.queued": return t("step_queued", v);
+      case "run.queued": case "run.started": case "run.completed": case "run.failed": case "run.cancelled":
+      case "run.requeued":
+        return t(ev.type.replace(".", "_"), Object.assign(v, {n: Number(p.run) + 1})) +
+          (ev.type === "run.started" && p.attempt > 1 ? " " + t("attempt", p) : "");
+      case "step.synthesizing": return t("step_synthesizing", v);
       case "step.started": return t("step_started", v) + (p.attempt > 1 ? " " + t("attempt", p) : "");
       case "step.activity":
         switch (p.kind) {
@@ -114,6 +128,7 @@
           case "think": return t("think", Object.assign(v, {text: String(p.text || "").slice(0, 160)}));
           case "provider_error": return t("provider_error", {provider: PROVIDERS[p.provider] || p.provider});
           case "background_failed": return t("background_failed");
+          case "synthesis": return t("synthesis", v) + (p.lost ? " " + t("synthesis_lost", p) : "");
           default: return t("other");
         }
       case "source.added": return t("source_added", {number: p.number, title: p.title || host(p.url), host: host(p.url)});
@@ -177,13 +192,84 @@
     const body = el("div", "card-body");
     node.appendChild(body);
     holder.appendChild(node);
-    cards[step] = {node: node, title: title, chip: chip, body: body, sections: {}, queries: {}};
+    cards[step] = {node: node, title: title, chip: chip, body: body, sections: {}, queries: {}, runs: {}};
     return cards[step];
   }
 
   function setState(card, state) {
-    card.node.className = "step-card card-" + state;
+    card.node.className = "step-card card-" + state + (card.runsBox ? " heavy" : "");
     card.chip.textContent = t(state);
+  }
+
+  // --- heavy mode: the parallel runs of a step, side by side inside its card ----------------------
+  function laneFor(card, index) {
+    if (typeof index !== "number") return null;
+    if (!card.runsBox) {
+      card.runsBox = el("div", "runs");
+      card.body.insertBefore(card.runsBox, card.body.firstChild);
+      card.node.classList.add("heavy");
+    }
+    if (!card.runs[index]) {
+      for (let i = 0; i <= index; i++) {  // lanes stay in run order whatever event arrives first
+        if (card.runs[i]) continue;
+        const node = el("section", "run-lane run-queued");
+        node.dataset.run = String(i);
+        const head = el("header", "");
+        head.appendChild(el("strong", "", t("run_label", {n: i + 1})));
+        const chip = el("span", "chip", t("queued"));
+        head.appendChild(chip);
+        node.appendChild(head);
+        const emphasis = el("p", "emphasis muted", "");
+        node.appendChild(emphasis);
+        const queries = el("ul", "run-queries");
+        node.appendChild(queries);
+        const count = el("p", "run-sources muted", "");
+        node.appendChild(count);
+        const finding = el("p", "run-finding", "");
+        node.appendChild(finding);
+        const next = Object.keys(card.runs).map(Number).filter(function (k) { return k > i; }).sort()[0];
+        card.runsBox.insertBefore(node, next === undefined ? null : card.runs[next].node);
+        card.runs[i] = {node: node, chip: chip, emphasis: emphasis, queries: queries, count: count,
+          finding: finding, sources: 0, seen: {}};
+      }
+    }
+    return card.runs[index];
+  }
+
+  function setLane(lane, state) {
+    lane.node.className = "run-lane run-" + state;
+    lane.chip.textContent = t(state);
+  }
+
+  function updateLane(card, ev) {
+    const p = ev.payload || {};
+    const lane = laneFor(card, p.run);
+    if (!lane) return false;
+    if (p.emphasis) lane.emphasis.textContent = p.emphasis;
+    if (ev.type === "run.queued" || ev.type === "run.requeued") setLane(lane, "queued");
+    else if (ev.type === "run.started") setLane(lane, "running");
+    else if (ev.type === "run.cancelled") setLane(lane, "cancelled");
+    else if (ev.type === "run.completed") {
+      setLane(lane, "done");
+      lane.finding.textContent = p.finding ? String(p.finding).replace(/^[-*]\s+/, "") + "…" : "";
+      if (typeof p.sources === "number") lane.count.textContent = t("run_sources", {count: p.sources});
+    } else if (ev.type === "run.failed") {
+      setLane(lane, "failed");
+      lane.finding.textContent = p.error || "";
+      lane.finding.className = "run-finding bad";
+    } else if (ev.type === "source.added") {
+      lane.sources += 1;
+      lane.count.textContent = t("run_sources", {count: lane.sources});
+      return false;  // the card's source list shows it too
+    } else if (ev.type === "step.activity" && (p.kind === "search" || p.kind === "kb")) {
+      if (!lane.seen[p.query]) {
+        lane.seen[p.query] = true;
+        lane.queries.appendChild(el("li", "query", p.query || ""));
+      }
+    } else {
+      return false;
+    }
+    return true;
   }
 
   function updateCard(ev) {
@@ -201,7 +287,13 @@
     const card = cardFor(p.step);
     if (!card) return;
     card.title.textContent = titleOf(p.step);
-    if (ev.type === "step.queued") setState(card, "queued");
+    if (ev.type === "step.started" && p.runs) {
+      for (let i = 0; i < p.runs; i++) laneFor(card, i);
+    }
+    if (typeof p.run === "number" && updateLane(card, ev)) return;
+    if (ev.type.indexOf("run.") === 0) return;
+    if (ev.type === "step.queued") setState(card, p.synthesis ? "synthesizing" : "queued");
+    else if (ev.type === "step.synthesizing") setState(card, "synthesizing");
     else if (ev.type === "step.started") setState(card, "running");
     else if (ev.type === "step.cancelled") setState(card, "cancelled");
     else if (ev.type === "step.requeued") setState(card, "queued");
@@ -209,6 +301,7 @@
       setState(card, "done");
       if (p.finding) {
         const f = section(card, "finding");
+        if (p.synthesized) f.previousSibling.textContent = t("synthesized");
         f.textContent = "";
         const text = String(p.finding).replace(/^[-*]\s+/, "");
         f.appendChild(el("li", "finding", p.finding.length >= 280 ? text + "…" : text));

@@ -32,6 +32,11 @@ def test_smoke_benchmark_writes_well_formed_results(tmp_path):
     results = json.loads(out.read_text())
     assert results["smoke"] is True and results["machine"]["nproc"] >= 1
 
+    heavy = results["heavy"]
+    assert heavy["k"] == 2 and _number(heavy["wall_ratio_vs_standard"]) and heavy["wall_ratio_vs_standard"] > 0
+    assert heavy["total_tokens_heavy"] > heavy["total_tokens_standard"] > 0
+    assert heavy["tokens_per_round"] and all(_number(n) for n in heavy["tokens_per_round"])
+
     orch = results["orchestration"]
     for key in ("steps", "critical_path_s", "parallel_wall_s", "sequential_wall_s", "parallel_speedup",
                 "overhead_ratio"):

@@ -346,6 +346,19 @@ class Scenario:
             text += f"\n\n![{'示例数值' if zh else 'Example values per year'}](figures/{name})"
         return Reply(content=text)
 
+    def _synthesis(self, request: dict[str, Any]) -> Reply:
+        """Heavy mode's merge: every cited line of the runs' reports once, as a model following the prompt would
+        keep what the runs found (the engine's checks then filter what it may cite)."""
+        reports = section(self._task(request), "Reports", to_end=True)
+        lines: list[str] = []
+        for line in reports.splitlines():
+            text = line.strip()
+            if text.startswith("#") or not re.search(r"\[\d+\]", text):
+                continue
+            if text not in lines:
+                lines.append(text)
+        return Reply(content="\n".join(lines[:12]) or "The runs found nothing to merge.")
+
     def _reporter(self, request: dict[str, Any]) -> Reply:
         task = self._task(request)
         question = section(task, "Question")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.agents.nodes import coder, coordinator, planner, reporter, researcher, scripts
+from research.agents.nodes import coder, coordinator, planner, reporter, researcher, scripts, synthesis
 from research.agents.nodes.model import EngineError
 from research.agents.types import (
     AgentContext,
@@ -39,6 +39,9 @@ class LLMEngine:
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
                  variant: RunVariant | None = None) -> StepResult:
         return researcher.research(ctx, step, plan, prior, variant=variant)
+
+    def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
+        return synthesis.synthesize(ctx, step, plan, runs)
 
     def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
         return coder.process(ctx, step, plan, prior)

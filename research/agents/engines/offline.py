@@ -811,6 +811,10 @@ class OfflineEngine:
 
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
                  variant: RunVariant | None = None) -> StepResult:
+        if variant is not None:  # a heavy run: query variants, union reranked (offline_heavy.py)
+            from research.agents.engines import offline_heavy
+
+            return offline_heavy.research_run(self, ctx, step, plan, prior, variant)
         locale = ctx.locale or plan.locale
         aspect = _aspect_of(ctx.question, locale, step)
         own = set(tokenize(" ".join(aspect.words))) if aspect else set()  # never ignored as "the subject"
@@ -885,6 +889,11 @@ class OfflineEngine:
                 "errors": errors,
             },
         )
+
+    def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
+        from research.agents.engines import offline_heavy
+
+        return offline_heavy.synthesize(self, ctx, step, plan, runs)
 
     # -- coder
 

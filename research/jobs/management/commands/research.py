@@ -51,6 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-web", action="store_true", help="search only the knowledge base")
         parser.add_argument("--no-direct-answer", action="store_true",
                             help="always research and write a report, never a short direct answer")
+        parser.add_argument("--depth", default="standard", choices=["standard", "heavy"],
+                            help="heavy: several parallel runs per research step, merged by a synthesis")
+        parser.add_argument("--runs", type=int, default=None, help="parallel runs per step when heavy (1-5, default 3)")
         parser.add_argument("--user", default=None, help="owner shown the job on the web (default: first admin)")
         parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
         parser.add_argument("--detach", action="store_true", help="queue the job and return at once")
@@ -73,6 +76,7 @@ class Command(BaseCommand):
             "max_steps": opts["max_steps"], "engine": opts["engine"], "auto_accept": auto_accept,
             "kb": kb_id, "web": not opts["no_web"], "direct_answer": not opts["no_direct_answer"],
             "clarify": False,  # nobody answers questions on the command line
+            "depth": opts["depth"], "runs": opts["runs"],
         }
         with infrastructure(detach=opts["detach"], echo=True):
             try:

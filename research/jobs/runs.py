@@ -1,0 +1,227 @@
+"""Heavy mode's parallel runs of a research step (docs/agents.md, "Depth: standard and heavy").
+
+A heavy job's research and analysis steps run k times in parallel; each run is a StepRun row and its own
+Celery unit, claimed, leased and reaped like a step, so a killed worker loses one run, not the step:
+
+1. The scheduler (steps.job_schedule) calls `runs_fan_out` for a ready heavy step: k runs are queued,
+   each with its own variant (seed, source-type emphasis, opening query: research.agents.depth), and
+   the step is `running` with no lease while it waits for them.
+2. `run_research` (task `run_research`) claims one run, holds its lease and calls the engine's
+   `research(..., variant=...)`; `run_finish` writes its outcome if it still holds the lease.
+3. When the last run of a step ended, the step is queued again (same transaction as that run's end);
+   `steps.step_run` claims it as usual and calls `runs_synthesize`: the engine merges the successful
+   runs into the step's finding. A run lost after its retries is reported; all runs failing fails the step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from research.agents.citations import strip_citations
+from research.agents.depth import run_variants, step_runs, variant_from_dict
+from research.agents.types import Engine, Plan, PlanStep, StepResult
+from research.jobs.context import JobContext
+from research.jobs.dispatch import enqueue_run, enqueue_step
+from research.jobs.events import event_emit
+from research.jobs.leases import lease_deadline, lease_kept
+from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
+from research.jobs.units import accepted_plan, engine_for, now, plan_step, queue_grace, step_results, unit_outcome
+
+ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
+
+
+class RunsFailed(Exception):
+    """Every run of a heavy step failed: the step fails with their reasons."""
+
+
+def step_is_heavy(job: ResearchJob, step: JobStep) -> bool:
+    return step_runs(job.options, step.step_type) > 0
+
+
+def runs_fan_out(*, job: ResearchJob, step: JobStep) -> None:
+    """Queue the k runs of a ready heavy step (inside the scheduler's transaction).
+
+    Runs already done (a retried job) are kept; the others are queued afresh. The step is `running`
+    without a lease while its runs work (the reaper leaves it alone; the runs have their own leases).
+    """
+    variants = run_variants(plan_step(step), job_id=job.pk, k=step_runs(job.options, step.step_type),
+                            locale=job.locale)
+    existing = {r.index: r for r in StepRun.objects.filter(step=step)}
+    StepRun.objects.filter(step=step, index__gte=len(variants)).delete()  # fewer runs asked for on a retry
+    at = now()
+    JobStep.objects.filter(pk=step.pk).update(status=StepStatus.RUNNING, lease_until=None, lease_token="",
+                                              started_at=at, error="")
+    step.status = StepStatus.RUNNING
+    event_emit(job_id=job.pk, type="step.started",
+               payload={"step": step.step_id, "title": step.title, "type": step.step_type, "runs": len(variants)})
+    queued = 0
+    for variant in variants:
+        row = existing.get(variant.index)
+        if row is not None and row.status == StepStatus.DONE:
+            continue
+        fields: dict[str, Any] = {"status": StepStatus.QUEUED, "attempts": 0, "error": "", "lease_token": "",
+                                  "lease_until": at + queue_grace(), "variant": asdict(variant),
+                                  "result_md": "", "result": {}, "started_at": None, "finished_at": None}
+        if row is None:
+            StepRun.objects.create(step=step, job=job, index=variant.index, **fields)
+        else:
+            StepRun.objects.filter(pk=row.pk).update(**fields)
+        event_emit(job_id=job.pk, type="run.queued",
+                   payload={"step": step.step_id, "run": variant.index, "runs": len(variants),
+                            "emphasis": variant.emphasis})
+        enqueue_run(job.pk, step.step_id, variant.index)
+        queued += 1
+    if not queued:  # every run was done already: straight to the synthesis
+        _synthesis_queue(job.pk, step)
+
+
+def _lock(job_id: int, step_pk: int) -> None:
+    """Lock the job row, then the step row: the order every unit takes (claims, the scheduler, event_emit
+    takes the job row), so a run ending, a claim and the reaper never wait on each other in a cycle."""
+    ResearchJob.objects.select_for_update().filter(pk=job_id).values_list("pk").first()
+    JobStep.objects.select_for_update().filter(pk=step_pk).values_list("pk").first()
+
+
+def _synthesis_queue(job_id: int, step: JobStep) -> None:
+    JobStep.objects.filter(pk=step.pk).update(status=StepStatus.QUEUED, lease_until=now() + queue_grace())
+    event_emit(job_id=job_id, type="step.queued", payload={"step": step.step_id, "synthesis": True})
+    enqueue_step(job_id, step.step_id)
+
+
+def _after_run(job_id: int, step_pk: int) -> None:
+    """Inside the transaction that ended a run, with the step row locked: queue the synthesis when it was
+    the step's last run. The lock makes the last two runs ending together queue it exactly once."""
+    if StepRun.objects.filter(step_id=step_pk).exclude(status__in=ENDED).exists():
+        return
+    step = JobStep.objects.get(pk=step_pk)
+    if step.status == StepStatus.RUNNING and step.lease_until is None:  # still waiting on its runs
+        _synthesis_queue(job_id, step)
+
+
+def _run_ended_event(job_id: int, run: StepRun, step_id: str, fields: dict[str, Any]) -> None:
+    payload: dict[str, Any] = {"step": step_id, "run": run.index}
+    status = fields.get("status")
+    if status == StepStatus.DONE:
+        notes = fields.get("result", {}).get("notes", {})
+        sources = notes.get("sources") if isinstance(notes, dict) else None
+        searches = notes.get("searches") if isinstance(notes, dict) else None
+        finding = " ".join(strip_citations(str(fields.get("result_md", ""))).split())
+        payload.update({"chars": len(fields.get("result_md", "")), "finding": finding[:200],
+                        "sources": len(sources) if isinstance(sources, list) else None,
+                        "searches": searches if isinstance(searches, int) else None})
+        event_emit(job_id=job_id, type="run.completed", payload=payload)
+    elif status == StepStatus.CANCELLED:
+        event_emit(job_id=job_id, type="run.cancelled", payload=payload)
+    else:
+        event_emit(job_id=job_id, type="run.failed", payload={**payload, "error": fields.get("error", "")})
+
+
+def run_claim(job_id: int, step_id: str, index: int) -> tuple[ResearchJob, JobStep, StepRun, str] | None:
+    """Claim a run like steps.step_claim claims a step: a no-op for an ended run or one under a live lease."""
+    with transaction.atomic():
+        ResearchJob.objects.filter(pk=job_id).update(updated=now())  # serialise with the scheduler
+        job = ResearchJob.objects.filter(pk=job_id).first()
+        run = StepRun.objects.select_related("step").filter(job_id=job_id, step__step_id=step_id,
+                                                            index=index).first()
+        if job is None or run is None or run.status in ENDED:
+            return None
+        if run.status == StepStatus.RUNNING and run.lease_until and run.lease_until > now():
+            return None
+        ended: dict[str, Any] | None = None
+        if job.status != JobStatus.RESEARCHING or job.cancel_requested:
+            ended = {"status": StepStatus.CANCELLED, "error": "cancelled"}
+        elif run.attempts >= settings.STEP_MAX_ATTEMPTS:
+            ended = {"status": StepStatus.FAILED,
+                     "error": f"gave up after {run.attempts} attempts: the worker running it was lost each time"}
+        if ended is not None:
+            _lock(job_id, run.step_id)
+            StepRun.objects.filter(pk=run.pk).update(finished_at=now(), lease_until=None, **ended)
+            _run_ended_event(job_id, run, step_id, ended)
+            _after_run(job_id, run.step_id)
+            return None
+        token = uuid.uuid4().hex
+        StepRun.objects.filter(pk=run.pk).update(status=StepStatus.RUNNING, attempts=run.attempts + 1,
+                                                 lease_token=token, lease_until=now() + lease_deadline(),
+                                                 started_at=now(), error="")
+        run.attempts += 1
+        event_emit(job_id=job_id, type="run.started",
+                   payload={"step": step_id, "run": index, "attempt": run.attempts,
+                            "emphasis": str(run.variant.get("emphasis", ""))})
+        return job, run.step, run, token
+
+
+def run_finish(job_id: int, run: StepRun, token: str, **fields: Any) -> bool:
+    """Write a run's outcome only if it still holds the lease; queue the synthesis after the last run."""
+    with transaction.atomic():
+        _lock(job_id, run.step_id)
+        n = StepRun.objects.filter(pk=run.pk, lease_token=token, status=StepStatus.RUNNING).update(
+            finished_at=now(), lease_until=None, **fields)
+        if n:
+            _run_ended_event(job_id, run, run.step.step_id, fields)
+            _after_run(job_id, run.step_id)
+    return bool(n)
+
+
+def run_research(*, job_id: int, step_id: str, index: int) -> None:
+    """One run of a heavy step: the engine's research with this run's variant, under the run's lease."""
+    claimed = run_claim(job_id, step_id, index)
+    if claimed is None:
+        return
+    job, step, run, token = claimed
+
+    def work() -> StepResult:
+        ctx = JobContext(job, step_id=step_id, run=index)
+        plan = accepted_plan(job)
+        prior = step_results(job, list(step.depends_on))
+        ctx.check_cancelled()
+        return engine_for(job).research(ctx, plan_step(step), plan, prior, variant=variant_from_dict(run.variant))
+
+    def finish(**fields: Any) -> bool:
+        return run_finish(job_id, run, token, **fields)
+
+    with lease_kept(StepRun, run.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
+        unit_outcome(work, finish, label=f"run {index} of step {step_id} of job {job_id}")
+
+
+def runs_synthesize(ctx: JobContext, engine: Engine, step: JobStep, plan: Plan) -> StepResult:
+    """The step's finding from its successful runs (called by steps.step_run once every run ended)."""
+    rows = list(StepRun.objects.filter(step=step).order_by("index"))
+    done = [r for r in rows if r.status == StepStatus.DONE and r.result_md.strip()]
+    lost = [{"run": r.index, "status": r.status, "error": r.error} for r in rows if r not in done]
+    if not done:
+        reasons = "; ".join(f"run {r.index + 1}: {' '.join((r.error or r.status).split())}" for r in rows)
+        raise RunsFailed(f"every run failed ({reasons})"[:1500])
+    results = [StepResult(step_id=step.step_id, title=step.title, report_md=r.result_md,
+                          figures=list(r.result.get("figures", [])),
+                          notes={**dict(r.result.get("notes", {})), "run": r.index}) for r in done]
+    event_emit(job_id=step.job_id, type="step.activity",
+               payload={"step": step.step_id, "kind": "synthesis", "runs": len(done), "lost": len(lost)})
+    ps: PlanStep = plan_step(step)
+    result = engine.synthesize(ctx, ps, plan, results)
+    result.notes = {**result.notes, "runs_done": [r.index for r in done], "runs_lost": lost}
+    return result
+
+
+def runs_requeue_stale(at: Any) -> int:
+    """For the reaper: re-queue runs whose worker stopped renewing the lease or whose message was lost."""
+    count = 0
+    for run in StepRun.objects.select_related("step").filter(
+            status__in=[StepStatus.RUNNING, StepStatus.QUEUED], lease_until__lt=at,
+            job__status=JobStatus.RESEARCHING):
+        with transaction.atomic():
+            _lock(run.job_id, run.step_id)
+            n = StepRun.objects.filter(pk=run.pk, status=run.status, lease_until=run.lease_until).update(
+                status=StepStatus.QUEUED, lease_until=at + queue_grace())
+            if n:
+                count += 1
+                if run.status == StepStatus.RUNNING:
+                    event_emit(job_id=run.job_id, type="run.requeued",
+                               payload={"step": run.step.step_id, "run": run.index, "attempt": run.attempts,
+                                        "reason": "its worker stopped renewing the lease"})
+                enqueue_run(run.job_id, run.step.step_id, run.index)
+    return count
