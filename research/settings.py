@@ -255,6 +255,10 @@ FETCH_ALLOW_LOOPBACK = env_bool("FETCH_ALLOW_LOOPBACK", False)
 MCP_SERVERS = env_json("MCP_SERVERS", [])
 SANDBOX_TIMEOUT_S = env_int("SANDBOX_TIMEOUT_S", 30)
 SANDBOX_LIMITS = env_str("SANDBOX_LIMITS", "auto")  # auto | cgroup | watcher (docs/tools.md)
+# The watcher (no cgroup) enforces the whole-tree limits after the fact and refuses sockets; production
+# (SECURE_PRODUCTION=1) runs no code under it unless the operator opts in here.
+SANDBOX_CGROUP_PARENT = env_str("SANDBOX_CGROUP_PARENT", "")  # a delegated cgroup v2 dir for per-run cgroups
+SANDBOX_ALLOW_WEAK_LIMITS = env_bool("SANDBOX_ALLOW_WEAK_LIMITS", not env_bool("SECURE_PRODUCTION", False))
 TTS_BACKEND = env_str("TTS_BACKEND", "auto")  # auto | edge | espeak | flite
 
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
