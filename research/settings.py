@@ -81,6 +81,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend, but the file is created 0600 (research/sqlite3/base.py).
+    DATABASES["default"]["ENGINE"] = "research.sqlite3"
     # WAL + a busy timeout let the web server and several workers share one file.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
