@@ -1,23 +1,47 @@
-"""Request and response bodies of the API (pydantic, via django-ninja), which the OpenAPI document describes."""
+"""Request and response bodies of the API (pydantic, via django-ninja), which the OpenAPI document describes.
+
+Input fields carry the limits the services enforce (lengths, ranges, "not blank", no NUL, which PostgreSQL
+cannot store), so a request the schema allows is one the API accepts; what a schema cannot say (a rule
+across fields, the job's state) is documented on the operation's 400 and 409 answers.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from ninja import Schema
-from pydantic import Field
+from pydantic import ConfigDict, Field
+
+MAX_ID = 2**63 - 1  # ids and counters are 64-bit integers in the database
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+# Text: any characters but NUL. Words: the same, with at least one character str.strip() keeps.
+NO_NUL = "^[^\\x00]*$"
+NOT_BLANK = ("^[^\\x00]*[^\\x00-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+             "[^\\x00]*$")
+Text = Annotated[str, Field(pattern=NO_NUL)]
 
 
 class JobCreateIn(Schema):
-    question: str = Field(description="The research question (at most 4000 characters).")
+    # A job without web search needs a knowledge base: said in the schema, so generated requests respect it.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"web": {"const": False}}, "required": ["web"]},
+        "then": {"properties": {"kb": {"type": "integer"}}, "required": ["kb"]},
+    })
+
+    question: str = Field(min_length=1, max_length=4000, pattern=NOT_BLANK,
+                          description="The research question (at most 4000 characters, not blank).")
     style: Literal["academic", "popular_science", "news", "social_media"] = "academic"
-    locale: str = Field("auto", description="Report language: auto (same as the question), en-US, zh-CN, …")
-    max_steps: int | None = Field(None, description="Most plan steps (default from the server settings).")
+    locale: str = Field("auto", pattern="^(auto|[a-z]{2,3}(-[A-Za-z]{2,4})?)$",
+                        description="Report language: auto (same as the question), en-US, zh-CN, …")
+    max_steps: int | None = Field(None, ge=1, le=settings.JOB_MAX_STEPS,
+                                  description="Most plan steps (default from the server settings).")
     outputs: list[Literal["md", "pdf", "pptx", "podcast"]] = Field(default=["md"])  # pydantic copies defaults
     auto_accept: bool = Field(False, description="Run the plan without review.")
     engine: Literal["auto", "llm", "offline"] | None = None
-    kb: int | None = Field(None, description="Id of one of your knowledge bases to search.")
+    kb: int | None = Field(None, ge=1, le=MAX_ID, description="Id of one of your knowledge bases to search "
+                                                               "(required when web is false; another's: 404).")
     web: bool = Field(True, description="Search the web.")
     background: bool = Field(False, description="Quick background search before planning.")
     clarify: bool | None = Field(None, description="Let the model ask up to 3 clarifying questions first "
@@ -26,33 +50,40 @@ class JobCreateIn(Schema):
 
 
 class PlanStepIn(Schema):
-    id: str
-    title: str
-    description: str = ""
+    id: str = Field(max_length=40, pattern="^[-a-zA-Z0-9_]+$", description="A slug, unique in the plan.")
+    title: str = Field(min_length=1, max_length=300, pattern=NOT_BLANK)
+    description: str = Field("", max_length=4000, pattern=NO_NUL)
     step_type: Literal["research", "analysis", "processing"] = "research"
     need_search: bool = True
-    depends_on: list[str] = Field(default_factory=list)
+    depends_on: list[Annotated[str, Field(max_length=40, pattern="^[-a-zA-Z0-9_]+$")]] = Field(
+        default_factory=list, max_length=20, description="Ids of earlier steps of this plan.")
 
 
 class PlanIn(Schema):
-    title: str
-    steps: list[PlanStepIn]
+    title: str = Field(min_length=1, max_length=300, pattern=NOT_BLANK)
+    steps: list[PlanStepIn] = Field(min_length=1, max_length=settings.JOB_MAX_STEPS)
 
 
 class PlanSubmitIn(Schema):
-    base_version: int = Field(description="The plan version you are answering (stale versions get 409).")
+    base_version: int = Field(ge=1, le=MAX_ID, description="The plan version you are answering "
+                                                             "(stale versions get 409).")
     action: Literal["accept", "replan"] = "accept"
-    feedback: str = Field("", description="What the planner should change (required for replan).")
-    plan: PlanIn | None = Field(None, description="Your edited plan; omit to accept the plan as written.")
+    feedback: str = Field("", max_length=4000, pattern=NO_NUL,
+                          description="What the planner should change (required for replan: else 400).")
+    plan: PlanIn | None = Field(None, description="Your edited plan; omit to accept the plan as written. "
+                                                  "Checked by the web editor's rules (400 with the reasons).")
 
 
 class ClarifyIn(Schema):
-    answers: list[str] = Field(default_factory=list, description="One answer per question, in order.")
+    answers: list[Annotated[str, Field(max_length=1000, pattern=NO_NUL)]] = Field(
+        default_factory=list, max_length=10,
+        description="One answer per question, in order (at least one not blank unless skip: else 400).")
     skip: bool = Field(False, description="Skip the questions and plan from the question as written.")
 
 
 class FollowUpIn(Schema):
-    question: str = Field(description="A question about the finished report (at most 2000 characters).")
+    question: str = Field(min_length=1, max_length=2000, pattern=NOT_BLANK,
+                          description="A question about the finished report (at most 2000 characters).")
 
 
 class FollowUpOut(Schema):
