@@ -12,15 +12,31 @@ from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field, StrictBool
 
 MAX_ID = 2**63 - 1  # ids and counters are 64-bit integers in the database
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
-# Text: any characters but NUL. Words: the same, with at least one character str.strip() keeps.
+# NO_NUL: any characters but NUL. NOT_BLANK: the same, with at least one character str.strip() keeps.
 NO_NUL = "^[^\\x00]*$"
 NOT_BLANK = ("^[^\\x00]*[^\\x00-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
              "[^\\x00]*$")
-Text = Annotated[str, Field(pattern=NO_NUL)]
+
+
+def _json_int(value: Any) -> Any:
+    """JSON's integers: 3 and 3.0 (the same number to JSON Schema), never true or "3"."""
+    if isinstance(value, bool | str):
+        raise ValueError("Input should be an integer")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Request bodies take JSON types as the schema states them: pydantic's lax mode would take 0 for false
+# and "5" for 5, which the schema does not allow.
+Bool = StrictBool
+# The range first: pydantic then states it as minimum/maximum in the JSON schema.
+IdInt = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_json_int)]
+StepsInt = Annotated[int, Field(ge=1, le=settings.JOB_MAX_STEPS), BeforeValidator(_json_int)]
 
 
 class JobCreateIn(Schema):
@@ -35,18 +51,18 @@ class JobCreateIn(Schema):
     style: Literal["academic", "popular_science", "news", "social_media"] = "academic"
     locale: str = Field("auto", pattern="^(auto|[a-z]{2,3}(-[A-Za-z]{2,4})?)$",
                         description="Report language: auto (same as the question), en-US, zh-CN, …")
-    max_steps: int | None = Field(None, ge=1, le=settings.JOB_MAX_STEPS,
+    max_steps: StepsInt | None = Field(None,
                                   description="Most plan steps (default from the server settings).")
     outputs: list[Literal["md", "pdf", "pptx", "podcast"]] = Field(default=["md"])  # pydantic copies defaults
-    auto_accept: bool = Field(False, description="Run the plan without review.")
+    auto_accept: Bool = Field(False, description="Run the plan without review.")
     engine: Literal["auto", "llm", "offline"] | None = None
-    kb: int | None = Field(None, ge=1, le=MAX_ID, description="Id of one of your knowledge bases to search "
+    kb: IdInt | None = Field(None, description="Id of one of your knowledge bases to search "
                                                                "(required when web is false; another's: 404).")
-    web: bool = Field(True, description="Search the web.")
-    background: bool = Field(False, description="Quick background search before planning.")
-    clarify: bool | None = Field(None, description="Let the model ask up to 3 clarifying questions first "
+    web: Bool = Field(True, description="Search the web.")
+    background: Bool = Field(False, description="Quick background search before planning.")
+    clarify: Bool | None = Field(None, description="Let the model ask up to 3 clarifying questions first "
                                                    "(default: on unless the engine is offline).")
-    direct_answer: bool = Field(True, description="false: never end with a short direct answer; always research.")
+    direct_answer: Bool = Field(True, description="false: never end with a short direct answer; always research.")
 
 
 class PlanStepIn(Schema):
@@ -54,7 +70,7 @@ class PlanStepIn(Schema):
     title: str = Field(min_length=1, max_length=300, pattern=NOT_BLANK)
     description: str = Field("", max_length=4000, pattern=NO_NUL)
     step_type: Literal["research", "analysis", "processing"] = "research"
-    need_search: bool = True
+    need_search: Bool = True
     depends_on: list[Annotated[str, Field(max_length=40, pattern="^[-a-zA-Z0-9_]+$")]] = Field(
         default_factory=list, max_length=20, description="Ids of earlier steps of this plan.")
 
@@ -65,7 +81,7 @@ class PlanIn(Schema):
 
 
 class PlanSubmitIn(Schema):
-    base_version: int = Field(ge=1, le=MAX_ID, description="The plan version you are answering "
+    base_version: IdInt = Field(description="The plan version you are answering "
                                                              "(stale versions get 409).")
     action: Literal["accept", "replan"] = "accept"
     feedback: str = Field("", max_length=4000, pattern=NO_NUL,
@@ -78,7 +94,7 @@ class ClarifyIn(Schema):
     answers: list[Annotated[str, Field(max_length=1000, pattern=NO_NUL)]] = Field(
         default_factory=list, max_length=10,
         description="One answer per question, in order (at least one not blank unless skip: else 400).")
-    skip: bool = Field(False, description="Skip the questions and plan from the question as written.")
+    skip: Bool = Field(False, description="Skip the questions and plan from the question as written.")
 
 
 class FollowUpIn(Schema):
