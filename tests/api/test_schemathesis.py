@@ -22,7 +22,7 @@ from tests.support.procs import AsgiServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-SEED = 20251125
+SEED = int(os.environ.get("SCHEMATHESIS_SEED", "20251125"))
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "12"))
 
 
