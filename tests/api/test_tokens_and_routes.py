@@ -214,3 +214,4 @@ def test_the_openapi_document_lists_every_status_with_retry_after_on_429():
                 assert {"400", "409"} <= codes, (method, path)
             assert "Retry-After" in op["responses"]["429"]["headers"]
             assert "WWW-Authenticate" in op["responses"]["401"]["headers"]
+

@@ -174,3 +174,4 @@ def test_each_limited_action_answers_429_with_retry_after(settings, alice_client
     response = getattr(alice_client, method)(target, {})
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
     assert b"Too many requests" in response.content
+
