@@ -104,13 +104,11 @@ def client_ip(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
-def ratelimit_request(request: HttpRequest, *, scope: str, rate: str, account: str | None = None) -> Verdict:
-    """Count one use per account (the signed-in user, or `account`) and per IP; refuse if either is over."""
+def ratelimit_request(request: HttpRequest, *, scope: str, rate: str) -> Verdict:
+    """Count one use per account (the signed-in user) and per IP; refuse if either is over."""
     user = getattr(request, "user", None)
     keys = [f"ip:{client_ip(request)}"]
-    if account is not None:
-        keys.append(f"account:{account.strip().lower()}")
-    elif user is not None and user.is_authenticated:
+    if user is not None and user.is_authenticated:
         keys.append(f"user:{user.pk}")
     verdicts = [ratelimit_hit(scope=scope, key=key, rate=rate) for key in keys]
     refused = [v for v in verdicts if not v.allowed]
