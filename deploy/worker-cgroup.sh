@@ -26,6 +26,7 @@ else
     echo "worker-cgroup: no writable cgroup v2 in this container; see docs/tools.md" >&2
 fi
 if [ "$(id -u)" = 0 ]; then
+    export HOME=/home/app USER=app LOGNAME=app  # the rest of the environment (the app's settings) stays
     exec setpriv --reuid=app --regid=app --init-groups -- "$@"
 fi
 exec "$@"
