@@ -9,7 +9,7 @@ WORKDIR /app
 COPY requirements.txt constraints.txt ./
 RUN pip install -r requirements.txt -c constraints.txt
 COPY . .
-RUN SECRET_KEY=build python manage.py collectstatic --noinput -v0
+RUN SECRET_KEY=build REDIS_URL=redis://redis:6379/0 python manage.py collectstatic --noinput -v0
 RUN useradd --create-home --uid 10001 app && mkdir -p /app/outputs /app/.run && chown -R app /app/outputs /app/.run
 USER app
 EXPOSE 8000

@@ -160,12 +160,12 @@ def main() -> int:
     if not redis_url:
         redis_url = runtime.default_redis_url(BASE_DIR)
         if runtime.redis_is_ours(BASE_DIR, redis_url):
-            print(f"[run] using this app's Redis already running at {redis_url}", flush=True)
+            print(f"[run] using this app's Redis already running at {runtime.redacted_url(redis_url)}", flush=True)
         else:
-            print(f"[run] starting embedded Redis at {redis_url}", flush=True)
+            print(f"[run] starting embedded Redis at {runtime.redacted_url(redis_url)}", flush=True)
             redis = runtime.start_embedded_redis(BASE_DIR, port=runtime.url_port(redis_url))
     elif not runtime.redis_alive(redis_url):
-        print(f"[run] REDIS_URL={redis_url} does not answer", file=sys.stderr)
+        print(f"[run] REDIS_URL={runtime.redacted_url(redis_url)} does not answer", file=sys.stderr)
         return 2
     env["REDIS_URL"] = redis_url
 

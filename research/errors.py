@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.defaults import bad_request as django_bad_request
+from django.views.defaults import page_not_found
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -24,3 +25,11 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 def error_text(exc: Exception) -> str:
     """A refusal as one line for a flash message: a ValidationError's messages joined, else the exception's text."""
     return "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: under /api/ the API's JSON error shape (a URL no route matches, e.g. a job id that is not
+    a number), elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found.", "errors": []}, status=404)
+    return page_not_found(request, exception)

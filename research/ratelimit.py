@@ -10,6 +10,10 @@ API:
     ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account and per IP
     ratelimited(scope, rate_setting)                               view decorator (POST only) → 429
     too_many_requests(request, verdict) -> HttpResponse            the 429 page with Retry-After
+
+Logins are not counted here but by django-axes, which hooks ``authenticate()`` itself (so the site
+login, the admin login and any later form are covered) and stores its failure counts in the same
+``ratelimit`` cache; the ``login_*`` functions below are its settings (research/settings.py, AXES_*).
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from django_ratelimit.core import get_usage  # type: ignore[import-untyped]
+from django_ratelimit.core import _split_rate, get_usage  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +104,11 @@ def client_ip(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
-def ratelimit_request(request: HttpRequest, *, scope: str, rate: str, account: str | None = None) -> Verdict:
-    """Count one use per account (the signed-in user, or `account`) and per IP; refuse if either is over."""
+def ratelimit_request(request: HttpRequest, *, scope: str, rate: str) -> Verdict:
+    """Count one use per account (the signed-in user) and per IP; refuse if either is over."""
     user = getattr(request, "user", None)
     keys = [f"ip:{client_ip(request)}"]
-    if account is not None:
-        keys.append(f"account:{account.strip().lower()}")
-    elif user is not None and user.is_authenticated:
+    if user is not None and user.is_authenticated:
         keys.append(f"user:{user.pk}")
     verdicts = [ratelimit_hit(scope=scope, key=key, rate=rate) for key in keys]
     refused = [v for v in verdicts if not v.allowed]
@@ -125,8 +128,7 @@ def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST
         @functools.wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method in methods:
-                account = request.POST.get("username", "") if scope == "login" else None
-                verdict = ratelimit_request(request, scope=scope, rate=getattr(settings, rate_setting), account=account)
+                verdict = ratelimit_request(request, scope=scope, rate=getattr(settings, rate_setting))
                 if not verdict.allowed:
                     return too_many_requests(request, verdict)
             return view(request, *args, **kwargs)
@@ -134,3 +136,54 @@ def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST
         return wrapped
 
     return decorate
+
+
+# --- Login throttling (django-axes settings point here) ---------------------------------------------
+
+
+def _login_rate() -> tuple[int, int]:
+    """LOGIN_RATE as (failures, window seconds); an empty rate is a limit no one reaches."""
+    rate = settings.LOGIN_RATE
+    if not rate:
+        return 10**9, 1
+    count, seconds = _split_rate(rate)
+    return int(count), int(seconds)
+
+
+def login_failure_limit(request: HttpRequest | None = None, credentials: Any = None) -> int:
+    return _login_rate()[0]
+
+
+def login_cool_off(request: HttpRequest | None = None) -> timedelta:
+    return timedelta(seconds=_login_rate()[1])
+
+
+def login_username(request: HttpRequest, credentials: Any = None) -> str | None:
+    """The user name as counted: case and surrounding blanks do not make a new account to try."""
+    name = (credentials or {}).get("username") if isinstance(credentials, dict) else None
+    if name is None and request is not None and request.method == "POST":
+        name = request.POST.get("username")
+    return str(name).strip().lower() if name is not None else None
+
+
+def login_lockout_response(request: HttpRequest, *_args: Any) -> HttpResponse:
+    """The same 429 page and Retry-After as every other limit. Each refused attempt counts as a failure
+    (axes' default), so the lock-out ends one whole window after the last attempt."""
+    count, seconds = _login_rate()
+    return too_many_requests(request, Verdict(allowed=False, count=count, limit=count, retry_after=seconds))
+
+
+class LoginLimitReachedMiddleware:
+    """Sits just inside axes' middleware. The attempt whose failure reaches the limit had its password
+    checked, so it gets its own answer (the form saying the password is wrong), as before axes; only
+    attempts refused without a check (count past the limit) become axes' 429."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        failures = getattr(request, "axes_failures_since_start", None)
+        if getattr(request, "axes_locked_out", False) and failures is not None and failures <= login_failure_limit():
+            request.axes_locked_out = False  # type: ignore[attr-defined]
+        return response

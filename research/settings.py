@@ -35,9 +35,11 @@ INSTALLED_APPS = [
     "research.jobs",
     "research.knowledge",
     "research.api",
+    "axes",
 ]
 
 MIDDLEWARE = [
+    "research.jobs.middleware.InvalidPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -46,6 +48,9 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Turns a lock-out flagged by the axes backend into the 429 page (research/ratelimit.py).
+    "axes.middleware.AxesMiddleware",
+    "research.ratelimit.LoginLimitReachedMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "research.jobs.middleware.ContentSecurityPolicyMiddleware",
 ]
@@ -76,6 +81,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend, but the file is created 0600 (research/sqlite3/base.py).
+    DATABASES["default"]["ENGINE"] = "research.sqlite3"
     # WAL + a busy timeout let the web server and several workers share one file.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
@@ -164,6 +171,22 @@ CACHES = {
 }
 RATELIMIT_USE_CACHE = "ratelimit"
 
+# Login throttling (django-axes) hooks authenticate() itself: the site login, the admin login and any
+# other path that checks a password count failures per user name and per IP on the same Redis counter
+# as the other limits. LOGIN_RATE "N/window": after N failures within the window, every attempt (the
+# right password included) gets 429 until a window without failures has passed.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_CACHE = "ratelimit"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_FAILURE_LIMIT = "research.ratelimit.login_failure_limit"
+AXES_COOLOFF_TIME = "research.ratelimit.login_cool_off"
+AXES_LOCKOUT_CALLABLE = "research.ratelimit.login_lockout_response"
+AXES_CLIENT_IP_CALLABLE = "research.ratelimit.client_ip"
+AXES_USERNAME_CALLABLE = "research.ratelimit.login_username"
+AXES_RESET_ON_SUCCESS = False  # a success does not clear the count (as the fixed window before axes)
+AXES_VERBOSE = False
+
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
@@ -202,7 +225,9 @@ SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MC
 RERENDER_RATE = env_str("RERENDER_RATE", "30/h")
 REPORT_EDIT_RATE = env_str("REPORT_EDIT_RATE", "60/h")
 KB_UPLOAD_RATE = env_str("KB_UPLOAD_RATE", "60/h")
-LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")
+LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per user name and per IP (django-axes)
+SIGNUP_RATE = env_str("SIGNUP_RATE", "10/h")  # sign-ups per IP
+PREVIEW_RATE = env_str("PREVIEW_RATE", "600/h")  # live report previews per account and per IP
 RATELIMIT_IP_HEADER = env_str("RATELIMIT_IP_HEADER", "")  # e.g. HTTP_X_REAL_IP behind a trusted proxy
 STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
 STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
@@ -233,6 +258,10 @@ FETCH_ALLOW_LOOPBACK = env_bool("FETCH_ALLOW_LOOPBACK", False)
 MCP_SERVERS = env_json("MCP_SERVERS", [])
 SANDBOX_TIMEOUT_S = env_int("SANDBOX_TIMEOUT_S", 30)
 SANDBOX_LIMITS = env_str("SANDBOX_LIMITS", "auto")  # auto | cgroup | watcher (docs/tools.md)
+# The watcher (no cgroup) enforces the whole-tree limits after the fact and refuses sockets; production
+# (SECURE_PRODUCTION=1) runs no code under it unless the operator opts in here.
+SANDBOX_CGROUP_PARENT = env_str("SANDBOX_CGROUP_PARENT", "")  # a delegated cgroup v2 dir for per-run cgroups
+SANDBOX_ALLOW_WEAK_LIMITS = env_bool("SANDBOX_ALLOW_WEAK_LIMITS", not env_bool("SECURE_PRODUCTION", False))
 TTS_BACKEND = env_str("TTS_BACKEND", "auto")  # auto | edge | espeak | flite
 
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)

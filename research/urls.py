@@ -23,3 +23,4 @@ urlpatterns = [
 ]
 
 handler400 = "research.errors.bad_request"
+handler404 = "research.errors.not_found"

@@ -15,6 +15,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.http import Http404
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -120,6 +121,9 @@ def build_server(*, user: User | None, base_url: str, http: bool = False) -> MCP
             raise ToolError("; ".join(exc.messages)) from None
         except services.RateLimited as exc:
             raise ToolError(str(exc)) from None
+        except Http404 as exc:  # e.g. options.kb names another user's (or no) knowledge base
+            kb = f" (options.kb = {opts['kb']})" if opts.get("kb") is not None else ""
+            raise ToolError(f"{str(exc) or 'Not found.'}{kb}") from None
 
     def state(job_id: int) -> tuple[str, str]:
         status, title = ResearchJob.objects.filter(pk=job_id).values_list("status", "title").get()
@@ -151,8 +155,6 @@ def build_server(*, user: User | None, base_url: str, http: bool = False) -> MCP
         """A job you own: status, plan, steps, report (Markdown), sources and file links."""
 
         def read() -> dict[str, Any]:
-            from django.http import Http404
-
             try:
                 job = selectors.job_get_for_user(user=acting_user(), job_id=job_id)
             except Http404:

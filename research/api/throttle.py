@@ -6,6 +6,7 @@ process), so the limit holds across processes and hosts, like the web UI's limit
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -14,18 +15,20 @@ from ninja.throttling import BaseThrottle
 
 from research.ratelimit import ratelimit_hit
 
+# One throttle object serves every request, so the refused request's wait is kept per context (thread or
+# task), not on the object, where a request checked in between could replace it with its own.
+_retry_after: ContextVar[int] = ContextVar("api_retry_after", default=0)
+
 
 class ApiThrottle(BaseThrottle):
-    def __init__(self) -> None:
-        self._retry_after = 0
-
     def allow_request(self, request: HttpRequest) -> bool:
         user: Any = getattr(request, "auth", None)
         key = f"user:{user.pk}" if getattr(user, "pk", None) else f"ip:{self.get_ident(request)}"
         verdict = ratelimit_hit(scope="api", key=key, rate=settings.API_RATE)
-        self._retry_after = verdict.retry_after
+        _retry_after.set(0 if verdict.allowed else max(1, verdict.retry_after))
         return verdict.allowed
 
     def wait(self) -> float | None:
-        # Read right after allow_request by ninja for the Retry-After header.
-        return float(self._retry_after) if self._retry_after else None
+        # Read right after allow_request, in the same context, by ninja for the Retry-After header.
+        seconds = _retry_after.get()
+        return float(seconds) if seconds else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -12,6 +13,15 @@ from research.jobs import selectors
 from research.jobs.events import group_name
 
 CLOSE_FORBIDDEN = 4403
+# A frame the socket cannot use closes it cleanly with one of these codes (daphne sends only 1000 or
+# 3000-4999) after an {"type": "error"} message that says why (daphne passes no close reason on), never
+# with 1011 from an exception.
+CLOSE_INVALID = 4400  # not JSON, or JSON nested too deep to read
+CLOSE_TOO_BIG = 4413
+CLOSE_UNSUPPORTED = 4415  # a binary frame
+CLOSE_BAD_REQUEST = 4422  # JSON, but a subscribe the socket cannot honour (e.g. "after": 1e309)
+MAX_FRAME_CHARS = 4096  # a subscribe message is ~40 characters
+MAX_SEQ = 2**63 - 1  # what the database's seq column holds
 
 
 class JobEventsConsumer(AsyncJsonWebsocketConsumer):
@@ -32,15 +42,39 @@ class JobEventsConsumer(AsyncJsonWebsocketConsumer):
         if hasattr(self, "lock"):
             await self.channel_layer.group_discard(group_name(self.job_id), self.channel_name)
 
+    async def _refuse(self, code: int, reason: str) -> None:
+        await self.send_json({"type": "error", "payload": {"error": reason, "close_code": code}})
+        await self.close(code=code, reason=reason)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        if text_data is None:
+            await self._refuse(CLOSE_UNSUPPORTED, "binary frames are not understood; send JSON text")
+            return
+        if len(text_data) > MAX_FRAME_CHARS:
+            await self._refuse(CLOSE_TOO_BIG, f"frame too large (more than {MAX_FRAME_CHARS} characters)")
+            return
+        try:
+            content = json.loads(text_data)
+        except (ValueError, RecursionError):
+            await self._refuse(CLOSE_INVALID, "frame is not valid JSON")
+            return
+        await self.receive_json(content, **kwargs)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict) or content.get("type") != "subscribe":
             hint = 'send {"type": "subscribe", "after": N}'
             await self.send_json({"type": "error", "payload": {"error": hint}})
             return
+        raw = content.get("after")
         try:
-            after = max(0, int(content.get("after") or 0))
+            after = max(0, int(raw or 0))
         except (TypeError, ValueError):
             after = 0
+        except OverflowError:  # after: 1e309 (infinity)
+            after = -1
+        if not 0 <= after <= MAX_SEQ:
+            await self._refuse(CLOSE_BAD_REQUEST, f'"after" must be a whole number from 0 to {MAX_SEQ}')
+            return
         async with self.lock:
             # We joined the group before replaying, so nothing published later is missed, and every
             # event published earlier was committed first, so the replay holds it. Anything at or

@@ -29,14 +29,15 @@ def infrastructure(*, detach: bool = False, echo: bool = True) -> Iterator[None]
     started: list[subprocess.Popen[bytes]] = []
     alive = runtime.redis_alive(settings.REDIS_URL)
     if not settings.REDIS_EMBEDDED and not alive:
-        raise RuntimeError(f"REDIS_URL={settings.REDIS_URL} does not answer")
+        raise RuntimeError(f"REDIS_URL={runtime.redacted_url(settings.REDIS_URL)} does not answer")
     # The embedded Redis is used only when it proves it is this checkout's (runtime.redis_is_ours).
     need_redis = settings.REDIS_EMBEDDED and not runtime.redis_is_ours(settings.BASE_DIR, settings.REDIS_URL)
     if need_redis and alive:  # another program took the port after the settings picked it
-        raise RuntimeError(f"{settings.REDIS_URL} is another program's Redis; set REDIS_URL or stop that one")
+        raise RuntimeError(f"{runtime.redacted_url(settings.REDIS_URL)} is another program's Redis; "
+                           "set REDIS_URL or stop that one")
     if need_redis:
         if echo:
-            print(f"starting embedded Redis at {settings.REDIS_URL}", file=sys.stderr)
+            print(f"starting embedded Redis at {runtime.redacted_url(settings.REDIS_URL)}", file=sys.stderr)
         started.append(runtime.start_embedded_redis(settings.BASE_DIR, port=runtime.url_port(settings.REDIS_URL)))
     if not workers_alive():
         if echo:

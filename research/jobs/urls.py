@@ -2,10 +2,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from research.jobs import conversation_views, views
-from research.ratelimit import ratelimited
 
 urlpatterns = [
-    path("accounts/login/", ratelimited("login", "LOGIN_RATE")(auth_views.LoginView.as_view()), name="login"),
+    # Failed logins are throttled by django-axes in authenticate() itself (research/settings.py AXES_*).
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("", views.job_list, name="job_list"),

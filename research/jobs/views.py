@@ -53,6 +53,7 @@ def _collections(user: Any) -> list[tuple[int, str]]:
     return [(c.pk, c.name) for c in collection_list_for_user(user=user)]
 
 
+@ratelimited("signup", "SIGNUP_RATE")  # per IP: the visitor has no account yet
 def signup(request: HttpRequest) -> HttpResponse:
     if not settings.SIGNUP_ENABLED:
         raise Http404("Sign-up is turned off")
@@ -368,6 +369,7 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@ratelimited("report_preview", "PREVIEW_RATE")
 def job_report_preview(request: HttpRequest, job_id: int) -> JsonResponse:
     """Live preview for the report editor: sanitized HTML plus the citation check, nothing saved."""
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)

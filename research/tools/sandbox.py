@@ -121,6 +121,12 @@ _BLOCKED_SYSCALLS = (
 # read, so it answers ENOSYS and the C library falls back to clone() (as Docker's default profile does).
 _CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                           0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+# Watcher mode only (no cgroup charges kernel memory to the tree): no sockets at all. A socket's buffers
+# belong to no process, so the watcher cannot see them, and nothing else bounds how many a tree opens
+# (60 children x 256 socketpairs queued 3 GiB past a 1.5 GiB limit). The sandbox has no network, so this
+# costs only local IPC over sockets (asyncio's event loop, multiprocessing.Pipe(duplex=True), Managers);
+# pipes (multiprocessing.Pool, Queue, subprocess) stay, and their buffers have a per-user kernel cap.
+_WATCHER_BLOCKED_SYSCALLS = ("socket", "socketpair")
 _seccomp_lock = threading.Lock()
 _seccomp_cache: dict[tuple[str, ...], bytes] = {}
 
@@ -130,9 +136,14 @@ def _blocked_syscalls() -> tuple[str, ...]:
     return _BLOCKED_SYSCALLS
 
 
-def _seccomp_program() -> bytes:
-    """The compiled BPF filter for bwrap --seccomp; SandboxUnavailable when libseccomp is missing."""
+def _seccomp_program(*, watcher: bool = False) -> bytes:
+    """The compiled BPF filter for bwrap --seccomp; SandboxUnavailable when libseccomp is missing.
+
+    `watcher`: the whole-tree limits are the watcher's, so sockets are refused too.
+    """
     blocked = _blocked_syscalls()
+    if watcher and blocked:
+        blocked = (*blocked, *_WATCHER_BLOCKED_SYSCALLS)
     with _seccomp_lock:
         if blocked in _seccomp_cache:
             return _seccomp_cache[blocked]
@@ -319,7 +330,26 @@ def _try_cgroup(support: _CgroupSupport) -> str | None:
     return None
 
 
+def _delegated_parent(parent: str) -> tuple[_CgroupSupport | None, str]:
+    """SANDBOX_CGROUP_PARENT: a cgroup v2 directory delegated to this process's user (docs/tools.md:
+    the docker-compose worker's entrypoint makes one), with memory and pids for its children."""
+    try:
+        available = set(_read(f"{parent}/cgroup.controllers").split())
+        if not {"memory", "pids"} <= available:
+            return None, f"SANDBOX_CGROUP_PARENT={parent}: memory and pids controllers not available"
+        if not {"memory", "pids"} <= set(_read(f"{parent}/cgroup.subtree_control").split()):
+            _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
+    except OSError as exc:
+        return None, f"SANDBOX_CGROUP_PARENT={parent}: {exc}"
+    support = _CgroupSupport("cgroup-v2", {"": parent})
+    failed = _try_cgroup(support)
+    return (support, "ok") if failed is None else (None, failed)
+
+
 def _detect_cgroups() -> tuple[_CgroupSupport | None, str]:
+    parent = str(setting("SANDBOX_CGROUP_PARENT", None) or os.environ.get("SANDBOX_CGROUP_PARENT") or "")
+    if parent:
+        return _delegated_parent(os.path.normpath(parent))
     try:
         v2_mount, v1_mounts = _cgroup_mounts()
         own = _own_cgroups()
@@ -372,12 +402,24 @@ def _cgroup_support() -> tuple[_CgroupSupport | None, str]:
         return _cgroup_detected
 
 
-def limits_mode() -> str:
+def _weak_limits_allowed() -> bool:
+    """SANDBOX_ALLOW_WEAK_LIMITS (setting or environment); unset: yes, except under SECURE_PRODUCTION."""
+    value = setting("SANDBOX_ALLOW_WEAK_LIMITS", None)
+    if value is None:
+        raw = os.environ.get("SANDBOX_ALLOW_WEAK_LIMITS")
+        if raw is None:
+            return os.environ.get("SECURE_PRODUCTION", "").lower() not in ("1", "true", "yes", "on")
+        return raw.lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def limits_mode(*, refuse_weak: bool = True) -> str:
     """How the whole-tree memory and process limits are enforced: "cgroup-v2", "cgroup-v1" or "watcher".
 
     `SANDBOX_LIMITS` (setting or environment): "auto" (default) uses a cgroup where one can be made
     and the watcher otherwise; "cgroup" insists on a cgroup (SandboxUnavailable without); "watcher"
-    always uses the watcher. Logged once per mode.
+    always uses the watcher. Where weak limits are not allowed (production, see _weak_limits_allowed)
+    the watcher is refused: SandboxUnavailable. Logged once per mode.
     """
     wanted = str(setting("SANDBOX_LIMITS", None) or os.environ.get("SANDBOX_LIMITS") or "auto").lower()
     if wanted not in ("auto", "cgroup", "watcher"):
@@ -389,6 +431,11 @@ def limits_mode() -> str:
         if support is None and wanted == "cgroup":
             raise SandboxUnavailable(f"SANDBOX_LIMITS=cgroup, but no cgroup can be made: {why}")
         mode = support.mode if support else "watcher"
+    if mode == "watcher" and refuse_weak and not _weak_limits_allowed():
+        raise SandboxUnavailable(
+            f"the whole-tree limits would only be watched, not enforced by a cgroup ({why}); production "
+            "runs no code that way: give the worker a delegated cgroup (docs/tools.md) or set "
+            "SANDBOX_ALLOW_WEAK_LIMITS=1")
     with _limits_lock:
         if mode not in _logged_modes:
             _logged_modes.add(mode)
@@ -766,6 +813,7 @@ def run_python(
         # Only bubblewrap isolates the file system here; anything else would
         # run the code with less isolation than documented, so refuse.
         raise SandboxUnavailable(f"unsupported sandbox backend {chosen!r} (only 'bwrap' is implemented)")
+    limits_mode()  # refuses unknown or (in production) weak limits before anything starts; not cached
     ok, reason = sandbox_probe()
     if not ok:
         raise SandboxUnavailable(reason)
@@ -806,8 +854,8 @@ def _write_inputs(indir: str, files: dict[str, bytes], probing: bool) -> None:
 def _execute(
     bwrap: str, code: str, files: dict[str, bytes], timeout: float, limits: Limits, *, probing: bool = False
 ) -> RunResult:
-    program = _seccomp_program()
-    mode = limits_mode()
+    mode = limits_mode(refuse_weak=not probing)  # the probe is cached: it tests isolation, not this policy
+    program = _seccomp_program(watcher=mode == "watcher")
     base = tempfile.mkdtemp(prefix="sandbox-")
     cgroup: _Cgroup | None = None
     files_r = files_w = -1

@@ -104,17 +104,23 @@ def test_create_read_and_outsider_404(alice, charlie):
     assert client.get("/api/v1/jobs", **bearer(outsider)).json() == []
 
 
-def test_bad_job_input_is_a_clear_400(alice):
+def test_bad_job_input_is_a_clear_422_or_400(alice):
+    """What the schema can say is checked by the schema (422 naming the field); a rule across fields is 400."""
     _, secret = token_services.token_create(user=alice, name="a")
     client = Client()
-    r = client.post("/api/v1/jobs", {"question": "   "}, content_type="application/json", **bearer(secret))
-    assert r.status_code == 400 and "question" in r.json()["detail"].lower()
-    r = client.post("/api/v1/jobs", {"question": "x", "outputs": ["docx"]}, content_type="application/json",
-                    **bearer(secret))
-    assert r.status_code == 422  # not one of the schema's outputs
-    r = client.post("/api/v1/jobs", {"question": "x", "max_steps": 999}, content_type="application/json",
-                    **bearer(secret))
-    assert r.status_code == 400 and "between" in r.json()["detail"]
+
+    def post(body):
+        return client.post("/api/v1/jobs", body, content_type="application/json", **bearer(secret))
+
+    r = post({"question": "   "})
+    assert r.status_code == 422 and r.json()["detail"] == "question: must not be blank or contain a NUL character"
+    assert r.json()["errors"] and all(isinstance(e, str) for e in r.json()["errors"])
+    assert post({"question": "x", "outputs": ["docx"]}).status_code == 422  # not one of the schema's outputs
+    r = post({"question": "x", "max_steps": 999})
+    assert r.status_code == 422 and "max_steps" in r.json()["detail"]
+    assert post({"question": "a\u0000b"}).status_code == 422  # PostgreSQL cannot store NUL
+    r = post({"question": "x", "web": False})
+    assert r.status_code == 400 and "knowledge base" in r.json()["detail"]
 
 
 def _awaiting_review(user):
@@ -170,3 +176,42 @@ def test_api_requests_are_rate_limited(alice, settings):
         cache.clear()
     assert [r.status_code for r in responses] == [200, 200, 200, 429, 429]
     assert 0 < int(responses[-1]["Retry-After"]) <= 60
+
+
+def test_the_job_creation_limit_answers_429_with_retry_after(alice, settings):
+    """docs/api.md promised Retry-After on every 429; the job-creation limit sent none."""
+    settings.JOB_CREATE_RATE = "1/h"
+    _, secret = token_services.token_create(user=alice, name="a")
+
+    def post():
+        return Client().post("/api/v1/jobs", {"question": "Heat pumps?", "engine": "offline"},
+                             content_type="application/json", **bearer(secret))
+
+    assert post().status_code == 201
+    refused = post()
+    assert refused.status_code == 429 and 0 < int(refused["Retry-After"]) <= 3600
+    assert "jobs per" in refused.json()["detail"]
+
+
+def test_no_token_is_401_with_a_bearer_challenge_and_the_json_error_shape():
+    r = Client().get("/api/v1/jobs")
+    assert r.status_code == 401 and r["WWW-Authenticate"] == "Bearer"
+    assert r.json() == {"detail": "Send a valid API token: Authorization: Bearer TOKEN.", "errors": []}
+    # A URL no route matches, under /api/: the same JSON shape, not the HTML page.
+    r = Client().get("/api/v1/no-such-route")
+    assert r.status_code == 404 and r.json()["errors"] == []
+
+
+def test_the_openapi_document_lists_every_status_with_retry_after_on_429():
+    doc = Client().get("/api/v1/openapi.json").json()
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            codes = set(op["responses"])
+            assert {"401", "422", "429"} <= codes, (method, path, codes)
+            if "{job_id}" in path:
+                assert "404" in codes, (method, path)
+            if method == "post" and "{job_id}" in path:
+                assert {"400", "409"} <= codes, (method, path)
+            assert "Retry-After" in op["responses"]["429"]["headers"]
+            assert "WWW-Authenticate" in op["responses"]["401"]["headers"]
+

@@ -58,8 +58,10 @@ def test_run_serves_the_app_and_sigterm_stops_everything(django_db_setup, tmp_pa
     env = base_env(EMBEDDED_REDIS_PORT=str(redis_port))
     env.pop("REDIS_URL")  # unset: the supervisor must start its own Redis
     proc = _start(env, port, tmp_path / "run.log")
+    redis_url = f"redis://:{runtime.redis_password(ROOT)}@127.0.0.1:{redis_port}/0"  # .run/redis-password
     try:
-        assert runtime.redis_alive(f"redis://127.0.0.1:{redis_port}/0")
+        assert runtime.redis_alive(redis_url)
+        assert not runtime.redis_alive(f"redis://127.0.0.1:{redis_port}/0")  # no password: refused
         children = psutil.Process(proc.pid).children(recursive=True)
         cmdlines = [" ".join(c.cmdline()) for c in children]
         for needle in ("redis-server", "celery -A research worker", "celery -A research beat", "daphne"):
@@ -68,7 +70,7 @@ def test_run_serves_the_app_and_sigterm_stops_everything(django_db_setup, tmp_pa
         assert proc.wait(timeout=40) == 0
         gone, alive = psutil.wait_procs(children, timeout=15)
         assert not alive, [" ".join(p.cmdline()) for p in alive]
-        assert not runtime.redis_alive(f"redis://127.0.0.1:{redis_port}/0")
+        assert not runtime.redis_alive(redis_url)
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
@@ -117,7 +119,7 @@ def test_sigkilled_worker_and_beat_are_restarted_and_the_job_finishes(no_other_w
     step on the new worker and the job ends `done` with no second command. Then kill -9 the web server:
     that one stops everything."""
     port, redis_port = runtime.free_port(), runtime.free_port()
-    redis_url = f"redis://127.0.0.1:{redis_port}/0"
+    redis_url = f"redis://:{runtime.redis_password(ROOT)}@127.0.0.1:{redis_port}/0"  # the embedded one's password
     log = tmp_path / "run.log"
     env = base_env(EMBEDDED_REDIS_PORT=str(redis_port), SEARXNG_URL=test_site.url, SEARCH_PROVIDERS="searxng",
                    LLM_BASE_URL=director.llm.base_url, LLM_MODEL="test-model", LLM_PROFILE="qwen3",

@@ -103,3 +103,19 @@ def test_secrets_have_no_defaults(services):
 def test_workers_are_split_per_queue(services):
     assert "-Q agents " in str(services["worker"]["command"])
     assert "-Q render " in str(services["render"]["command"])
+
+
+def test_the_agent_worker_insists_on_a_delegated_cgroup_for_the_sandbox(services):
+    """Issue 25 (B4): the compose worker ran the sandbox under the watcher. It now sets up a delegated
+    cgroup v2 (deploy/worker-cgroup.sh) and refuses to run code without one."""
+    worker = services["worker"]
+    env = worker["environment"]
+    assert env["SANDBOX_LIMITS"] == "cgroup" and env["SECURE_PRODUCTION"] == "1"
+    assert "writable-cgroups=true" in worker["security_opt"]
+    script = ROOT / worker["entrypoint"][0].removeprefix("/app/")
+    assert script.is_file() and os.access(script, os.X_OK)
+    text = script.read_text()
+    assert env["SANDBOX_CGROUP_PARENT"].removeprefix("/sys/fs/cgroup") == "/app" and '"$cg/app/worker"' in text
+    assert "setpriv --reuid=app" in text  # the worker itself never runs as root
+    result = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

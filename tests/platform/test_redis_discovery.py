@@ -63,4 +63,4 @@ def test_a_dead_registered_redis_is_not_ours(tmp_path):
     proc = runtime.start_embedded_redis(base, port=port)
     stop(proc)
     assert not runtime.redis_is_ours(base)
-    assert runtime.default_redis_url(base, port=port) == f"redis://127.0.0.1:{port}/0"
+    assert runtime.default_redis_url(base, port=port) == f"redis://:{runtime.redis_password(base)}@127.0.0.1:{port}/0"

@@ -16,7 +16,7 @@ def _production_env(**extra: str) -> dict[str, str]:
     # A deployment's environment: none of the test run's knobs (e2e tests set DJANGO_ALLOW_ASYNC_UNSAFE).
     env = {k: v for k, v in os.environ.items()
            if k not in ("SECRET_KEY", "DEBUG", "DEV_MODE", "TEST_DB_NAME", "DJANGO_SETTINGS_MODULE",
-                        "DJANGO_ALLOW_ASYNC_UNSAFE")}
+                        "DJANGO_ALLOW_ASYNC_UNSAFE", "RATELIMIT_CACHE_URL")}
     env.update({"DEBUG": "0", "SECURE_PRODUCTION": "1", "ALLOWED_HOSTS": "research.example.com",
                 "DJANGO_SETTINGS_MODULE": "research.settings"})
     env.update(extra)
@@ -32,6 +32,12 @@ def test_check_deploy_is_clean_with_production_settings():
     result = _check(_production_env(SECRET_KEY=secrets.token_urlsafe(50)))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_check_deploy_flags_login_throttling_on_a_per_process_counter():
+    """Counting failed logins in one process's memory lets each web process grant its own quota."""
+    result = _check(_production_env(SECRET_KEY=secrets.token_urlsafe(50), RATELIMIT_CACHE_URL="locmem://"))
+    assert result.returncode != 0 and "axes.W001" in result.stdout + result.stderr
 
 
 def test_production_without_a_secret_key_refuses_to_start():

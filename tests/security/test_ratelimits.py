@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import User
 
 from research import ratelimit
@@ -82,22 +83,78 @@ def test_parallel_job_posts_over_http_stop_at_the_limit(limited_server, alice, c
     assert "please wait" in refused[0].text
 
 
+def _server_user(model, username: str, password: str, **fields) -> User:
+    """A user whose password the server (production hashers, not the tests' MD5) can check."""
+    return model.objects.create(username=username, password=make_password(password, hasher="pbkdf2_sha256"),
+                                **fields)
+
+
+def _login(server: AsgiServer, username: str, password: str, path: str = "/accounts/login/",
+           ip: str | None = None) -> httpx.Response:
+    """A fresh browser posting one login form (`ip`: the client address a trusted proxy would pass)."""
+    headers = {"X-Real-IP": ip} if ip else {}
+    with httpx.Client(base_url=server.url, timeout=30, headers=headers) as http:
+        page = http.get(path)
+        token = page.cookies["csrftoken"]
+        return http.post(path, data={"username": username, "password": password, "csrfmiddlewaretoken": token})
+
+
 def test_login_is_throttled_per_account_and_per_ip(limited_server, django_user_model):
-    django_user_model.objects.create_user("dora", password="right-password-1")
+    _server_user(django_user_model, "dora", "right-password-1")
 
     def login(username: str, password: str) -> httpx.Response:
-        with httpx.Client(base_url=limited_server.url, timeout=30) as http:
-            page = http.get("/accounts/login/")
-            token = page.cookies["csrftoken"]
-            return http.post("/accounts/login/", data={"username": username, "password": password,
-                                                       "csrfmiddlewaretoken": token})
+        return _login(limited_server, username, password)
 
     assert [login("dora", f"wrong-{n}").status_code for n in range(4)] == [200] * 4  # the form, with an error
     refused = login("dora", "right-password-1")  # the right password no longer helps
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
     assert "sessionid" not in refused.cookies
+    assert b"Too many requests" in refused.content
     # The same IP trying another account is refused as well (per-IP counter).
     assert login("someone-else", "x").status_code == 429
+
+
+@pytest.fixture
+def proxied_server(django_db_setup, stack_env, redis_server) -> Iterator[AsgiServer]:
+    """daphne behind a 'trusted proxy' header, so one test can be several clients."""
+    server = AsgiServer({**stack_env, "RATELIMIT_CACHE_URL": redis_server.url, "LOGIN_RATE": "4/15m",
+                         "RATELIMIT_IP_HEADER": "HTTP_X_REAL_IP"}).start()
+    yield server
+    server.stop()
+
+
+def test_an_account_locked_out_on_the_site_login_is_locked_out_of_the_admin_login(proxied_server,
+                                                                                 django_user_model):
+    """B3: the admin login took 40 wrong passwords in 10 s and then the right one, after a lock-out."""
+    _server_user(django_user_model, "erin", "right-password-2", is_staff=True, is_superuser=True)
+    assert [_login(proxied_server, "Erin", f"wrong-{n}", ip=f"10.0.0.{n}").status_code
+            for n in range(4)] == [200] * 4  # four clients, one account (user names count case-blind)
+    admin = _login(proxied_server, "erin", "right-password-2", path="/admin/login/", ip="10.0.1.1")
+    assert admin.status_code == 429 and int(admin.headers["Retry-After"]) > 0
+    assert "sessionid" not in admin.cookies
+    # Failures on the admin login count too: an IP that fails there is refused on the site login.
+    assert [_login(proxied_server, "nobody", f"x{n}", path="/admin/login/", ip="10.0.2.1").status_code
+            for n in range(4)] == [200] * 4
+    assert _login(proxied_server, "frank", "whatever", ip="10.0.2.1").status_code == 429
+    # Someone else, elsewhere, still signs in.
+    _server_user(django_user_model, "gina", "right-password-3")
+    ok = _login(proxied_server, "gina", "right-password-3", ip="10.0.3.1")
+    assert ok.status_code == 302 and "sessionid" in ok.cookies, ok.text[:3000]
+
+
+def test_sign_up_is_throttled_per_ip(settings, client):
+    settings.SIGNUP_RATE = "3/h"
+    statuses = [client.post("/accounts/signup/", {"username": f"new{n}", "password": "x"}).status_code
+                for n in range(4)]
+    assert statuses[:3] != [429] * 3 and statuses[3] == 429, statuses
+    response = client.post("/accounts/signup/", {})
+    assert response.status_code == 429 and int(response["Retry-After"]) > 0
+
+
+def test_live_report_preview_is_throttled(settings, alice_client, alice_objects):
+    settings.PREVIEW_RATE = "2/m"
+    url = f"/jobs/{alice_objects['job_id']}/report/preview/"
+    assert [alice_client.post(url, {"markdown": "# x"}).status_code for _ in range(3)] == [200, 200, 429]
 
 
 @pytest.mark.parametrize(
@@ -117,3 +174,4 @@ def test_each_limited_action_answers_429_with_retry_after(settings, alice_client
     response = getattr(alice_client, method)(target, {})
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
     assert b"Too many requests" in response.content
+

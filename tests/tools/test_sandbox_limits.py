@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -144,6 +145,57 @@ def test_fork_loop_hits_the_whole_tree_process_limit(limits_mode):
         # The watcher cannot refuse a fork; it kills the tree once it counts more than 24.
         assert not result.timed_out
         assert "the process tree had more than 24 processes and threads" in result.stderr
+
+
+# Issue 25, B4: children filling socketpairs. Socket buffers belong to no process (no PSS, no RSS), so a
+# watcher summing the tree's memory never saw them: 60 children queued 3 GiB against a 1.5 GiB limit and
+# the run exited 0. Here 12 children try to queue 32 MB each (384 MB) against a limit of 128 MiB.
+SOCKET_FILL = """
+import os, socket, time
+CHILDREN, TARGET = 12, 32 * 1024 * 1024
+chunk = b"x" * 65536
+r, w = os.pipe()
+for i in range(CHILDREN):
+    if os.fork() == 0:
+        os.close(r)
+        queued, pairs = 0, []
+        try:
+            while queued < TARGET:
+                pair = socket.socketpair()
+                pairs.append(pair)
+                for end in pair:
+                    end.setblocking(False)
+                    try:
+                        while True:
+                            queued += end.send(chunk)
+                    except BlockingIOError:
+                        pass
+        except OSError as exc:
+            os.write(w, f"refused {exc.errno}\\n".encode())
+        os.write(w, f"queued {queued}\\n".encode())
+        time.sleep(3)  # hold the buffers while the others fill theirs
+        os._exit(0)
+os.close(w)
+lines = b""
+while chunk := os.read(r, 4096):
+    lines += chunk
+total = sum(int(line.split()[1]) for line in lines.decode().splitlines() if line.startswith("queued"))
+refused = sorted({line for line in lines.decode().splitlines() if line.startswith("refused")})
+print("QUEUED", total, *refused, flush=True)
+"""
+
+
+@needs_sandbox
+def test_socket_buffers_cannot_pass_the_whole_tree_memory_limit(limits_mode):
+    limit = 128 * 1024**2
+    result = run_python(SOCKET_FILL, timeout=90, limits=Limits(whole_tree_memory_bytes=limit))
+    queued = re.search(r"QUEUED (\d+)", result.stdout)
+    # Never a clean exit with more queued than the limit allows.
+    assert not (result.exit_code == 0 and queued and int(queued.group(1)) > limit), result.stdout + result.stderr
+    assert not result.timed_out
+    if limits_mode == "watcher":
+        # No cgroup charges socket buffers to the tree, so the sandbox refuses sockets outright.
+        assert result.stdout.strip() == f"QUEUED 0 refused {errno.EPERM}", result.stdout + result.stderr
 
 
 @needs_sandbox
@@ -322,7 +374,7 @@ print("AFTER", call(), flush=True)
 
 
 @needs_sandbox
-def test_normal_work_still_runs_under_the_filter():
+def test_normal_work_still_runs_under_the_filter(limits_mode):
     """numpy, threads, subprocesses, multiprocessing and a matplotlib chart, all under every limit at once."""
     code = """
 import multiprocessing, subprocess, threading
@@ -344,7 +396,7 @@ print("saved")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.split("\n")[:4] == ["pool 285", "thread ok", "child ok", "saved"]
     assert result.files["chart.png"].startswith(b"\x89PNG\r\n\x1a\n")
-    assert result.limits_mode in (*CGROUP_MODES, "watcher")
+    assert result.limits_mode == (_cgroup_mode_here() if limits_mode == "cgroup" else "watcher")
 
 
 @needs_sandbox
@@ -540,3 +592,66 @@ def _run_as_nobody(tmp_path: Path) -> None:
     assert "ALL SIX SURVIVED" not in out["six"][0] and "bytes of memory" in out["six"][1] and out["six"][2] != 0
     assert out["unshare"] == "-1 1\n"  # EPERM from the filter
     assert "No space left on device" in out["enospc"]
+
+
+def test_production_refuses_the_watcher_unless_the_operator_opts_in(settings, tmp_path):
+    """Weaker whole-tree limits (the watcher) run no code in production without SANDBOX_ALLOW_WEAK_LIMITS."""
+    settings.SANDBOX_LIMITS = "watcher"  # what a worker without a delegated cgroup gets
+    settings.SANDBOX_ALLOW_WEAK_LIMITS = False
+    flag = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable, match="SANDBOX_ALLOW_WEAK_LIMITS=1"):
+        run_python(f"open({str(flag)!r}, 'w').write('ran')")
+    assert not flag.exists()
+    if available:
+        settings.SANDBOX_ALLOW_WEAK_LIMITS = True
+        assert run_python("print('ran')").stdout == "ran\n"
+
+
+def test_the_production_default_is_no_weak_limits(monkeypatch):
+    """The setting's default follows SECURE_PRODUCTION; outside Django the environment decides the same way."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SANDBOX_ALLOW_WEAK_LIMITS", "SECURE_PRODUCTION")}
+    code = "from django.conf import settings; print(settings.SANDBOX_ALLOW_WEAK_LIMITS)"
+    for production, expected in (("1", "False"), ("0", "True")):
+        out = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"],
+                             env={**env, "SECURE_PRODUCTION": production, "SECRET_KEY": "k" * 50,
+                                  "DJANGO_SETTINGS_MODULE": "research.settings"},
+                             capture_output=True, text=True, timeout=60)
+        assert out.stdout.strip() == expected, out.stderr
+    monkeypatch.delenv("SANDBOX_ALLOW_WEAK_LIMITS", raising=False)
+    monkeypatch.setenv("SECURE_PRODUCTION", "1")
+    monkeypatch.setattr(sandbox, "setting", lambda name, default: default)  # as without Django
+    assert sandbox._weak_limits_allowed() is False
+    monkeypatch.setenv("SANDBOX_ALLOW_WEAK_LIMITS", "1")
+    assert sandbox._weak_limits_allowed() is True
+
+
+@pytest.mark.django_db
+def test_the_coder_step_reports_why_no_code_ran(settings, alice, monkeypatch):
+    from research.jobs import dispatch, services
+    from research.jobs.context import JobContext
+    from research.jobs.models import JobEvent
+
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    settings.SANDBOX_LIMITS = "watcher"
+    settings.SANDBOX_ALLOW_WEAK_LIMITS = False
+    job = services.job_create(user=alice, question="Compute something?", options={"engine": "offline"})
+    run = JobContext(job, step_id="s1").run_python("print(1)")
+    assert run.exit_code == -1 and run.stdout == ""
+    assert "not run" in run.error and "SANDBOX_ALLOW_WEAK_LIMITS" in run.error
+    refused = JobEvent.objects.filter(job=job, type="step.activity", payload__kind="code_refused").get()
+    assert "cgroup" in refused.payload["error"]
+
+
+def test_a_delegated_parent_that_cannot_be_used_fails_closed(settings, monkeypatch, tmp_path):
+    """SANDBOX_CGROUP_PARENT names the compose worker's delegated cgroup; where it is not one, nothing runs."""
+    settings.SANDBOX_LIMITS = "cgroup"
+    settings.SANDBOX_CGROUP_PARENT = str(tmp_path / "not-a-cgroup")
+    monkeypatch.setattr(sandbox, "_cgroup_detected", None)
+    flag = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable, match="SANDBOX_CGROUP_PARENT"):
+        run_python(f"open({str(flag)!r}, 'w').write('ran')")
+    assert not flag.exists()
+    monkeypatch.setattr(sandbox, "_cgroup_detected", None)
+    settings.SANDBOX_LIMITS = "auto"
+    assert sandbox.limits_mode() == "watcher"  # development: the watcher, which refuses sockets
+    monkeypatch.setattr(sandbox, "_cgroup_detected", None)

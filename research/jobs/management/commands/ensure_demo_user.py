@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
-from research.runtime import run_dir
+from research.runtime import private_file, run_dir
 
 
 class Command(BaseCommand):
@@ -21,8 +21,8 @@ class Command(BaseCommand):
         if not User.objects.filter(is_superuser=True).exists():
             password = secrets.token_urlsafe(12)
             User.objects.create_superuser("admin", "admin@localhost", password)
+            private_file(secret_file)  # 0600 before the password is in it
             secret_file.write_text(password + "\n")
-            secret_file.chmod(0o600)
         self.stdout.write(f"Sign in at http://127.0.0.1:{port}/accounts/login/")
         if secret_file.exists():
             self.stdout.write(f"  user: admin   password: in {secret_file} (change it in /admin/)")
