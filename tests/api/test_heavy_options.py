@@ -31,7 +31,7 @@ def api(alice) -> tuple[Client, dict[str, str]]:
 
 def test_api_creates_heavy_jobs_and_refuses_bad_runs(alice):
     client, auth = api(alice)
-    made = client.post("/api/v1/jobs", json.dumps({"question": "q", "depth": "heavy", "runs": 2, "web": "on"}),
+    made = client.post("/api/v1/jobs", json.dumps({"question": "q", "depth": "heavy", "runs": 2, "web": True}),
                        content_type="application/json", **auth)
     assert made.status_code == 201, made.content
     body = made.json()
