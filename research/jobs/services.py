@@ -6,7 +6,6 @@ states.job_set_status (re-exported here); messages to the workers go through dis
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -15,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from research import ratelimit
+from research import ratelimit, textre
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan, SourceRef
 from research.agents.verify import report_check
@@ -85,7 +84,7 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     if engine not in ENGINES:
         raise ValidationError(_("Unknown engine %(engine)r; choose llm, offline or auto.") % {"engine": engine})
     locale = str(options.get("locale") or "auto")
-    if locale != "auto" and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
+    if locale != "auto" and not textre.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
         raise ValidationError(_("Locale %(locale)r is not like en-US or zh-CN.") % {"locale": locale})
     kb = options.get("kb")
     return {

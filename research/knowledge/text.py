@@ -9,20 +9,31 @@ has no spaces between words, so it is indexed as overlapping character bigrams
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
-from research.ir import CJK_RANGES, tokenize
+from research import textre
+from research.ir import CJK_RANGES, WORD_NOT_CJK, tokenize
 
 __all__ = ["chunk_text", "is_mostly_cjk", "size_units", "term_frequencies", "tokenize"]
 
-_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_CJK_CHAR = textre.compile(f"[{CJK_RANGES}]")
 # A "size unit" for chunking: one CJK character or one word in any other script.
-_SIZE_UNIT = re.compile(f"[{CJK_RANGES}]|(?:(?![{CJK_RANGES}])\\w)+")
+_SIZE_UNIT = textre.compile(f"[{CJK_RANGES}]|{WORD_NOT_CJK}+")
 # Pieces used to hard-split an over-long sentence while keeping its spacing.
-_SPLIT_PIECE = re.compile(f"[{CJK_RANGES}]\\s*|[^\\s{CJK_RANGES}]+\\s*|\\s+")
+_SPLIT_PIECE = textre.compile(f"[{CJK_RANGES}]\\s*|[^\\s{CJK_RANGES}]+\\s*|\\s+")
 # Sentence ends: Latin punctuation followed by space, or CJK full-width punctuation.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？；])[”’」』）]*\s*")
+# The mark itself (one character) stays with its sentence: see _split_sentences.
+_SENTENCE_END = textre.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？；][”’」』）]*\s*")
+
+
+def _split_sentences(line: str) -> list[str]:
+    parts: list[str] = []
+    last = 0
+    for m in _SENTENCE_END.finditer(line):
+        parts.append(line[last : m.start() + 1])
+        last = m.end()
+    parts.append(line[last:])
+    return parts
 
 def term_frequencies(text: str) -> tuple[Counter[str], int]:
     """(term -> count, number of terms) for one chunk."""
@@ -43,11 +54,11 @@ def is_mostly_cjk(text: str) -> bool:
 def _sentences(text: str) -> list[tuple[str, str]]:
     """Split into (sentence, separator-after-it) pairs; paragraph breaks become "\\n\\n"."""
     out: list[tuple[str, str]] = []
-    for paragraph in re.split(r"\n\s*\n", text):
+    for paragraph in textre.split(r"\n\s*\n", text):
         lines = [line.strip() for line in paragraph.split("\n")]
         lines = [line for line in lines if line]
         for li, line in enumerate(lines):
-            parts = [p.strip() for p in _SENTENCE_END.split(line)]
+            parts = [p.strip() for p in _split_sentences(line)]
             parts = [p for p in parts if p]
             for pi, part in enumerate(parts):
                 if pi < len(parts) - 1:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,7 +132,7 @@ class ResearchRun:
 
     def _fetch(self, args: dict[str, Any]) -> str:
         url = self._text_arg(args, "url", "fetch_page")
-        if not re.match(r"^https?://", url, re.IGNORECASE):
+        if not url[:8].lower().startswith(("http://", "https://")):
             raise ToolError(f"fetch_page needs an http(s) URL, got {url[:200]!r}")
         if url in self.fetched:
             ref = self.fetched[url]
@@ -268,6 +267,6 @@ def _digest(run: ResearchRun, locale: str) -> str:
     lines = [load_fragment("research_digest", locale), ""]
     for number in sorted(run.registered):
         ref = run.registered[number]
-        snippet = re.sub(r"\s+", " ", ref.text or "").strip()[:300]
+        snippet = " ".join((ref.text or "").split())[:300]
         lines.append(f"- **{ref.title}**: {snippet} [{number}]")
     return "\n".join(lines)
