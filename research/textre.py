@@ -142,6 +142,7 @@ def translate(pattern: str, flags: int = 0) -> str:
             else:
                 out.append(pattern[i : i + 2])
             i += 2
+            class_start = False
             continue
         if in_class:
             if c == "]" and not class_start:
