@@ -301,8 +301,11 @@ def markdown_title(text: str) -> str:
         if len(body) - len(rest) > 6 or not rest[:1].isspace():
             continue
         title = rest.strip()
+        bare = title.rstrip("#")
+        if bare != title and (not bare or bare[-1] in " \t"):  # a closing run of #s ("## A ##"), not "C#"
+            title = bare.rstrip()
         if title:
-            return title.rstrip("#").rstrip() or title[0]
+            return title
     return ""
 
 
