@@ -358,33 +358,48 @@ class _Pattern:
     def __repr__(self) -> str:
         return f"textre.compile({self.pattern!r}, {self.flags})"
 
+    def _spans(self, anchor: Any, text: str, pos: int, endpos: int) -> Iterator[list[tuple[int, int]]]:
+        """Each match's spans (group 0 first) in characters; one RE2 call per match."""
+        enc = _encoded(text)
+        data = enc.data
+        bpos = enc.to_byte(pos)
+        bend = len(data) if endpos == len(text) else bpos + _re2.CharLenToBytes(data, bpos, endpos - pos)
+        run = self._re.Match
+        ascii_only = enc.ascii
+        to_chars = _re2.BytesToCharLen
+        while True:
+            spans = run(anchor, data, bpos, bend)
+            start, end = spans[0]
+            if start == -1:
+                return
+            if ascii_only:
+                yield spans
+            elif len(spans) == 1:  # the common case, kept to two conversions without method calls
+                if start < enc.byte:
+                    first = enc.to_char(start)
+                else:
+                    first = enc.char + to_chars(data, enc.byte, start)
+                last = first + to_chars(data, start, end)
+                enc.char, enc.byte = last, end
+                yield [(first, last)]
+            else:
+                offsets = sorted({o for span in spans for o in span if o != -1})
+                chars = {o: enc.to_char(o) for o in offsets}
+                yield [span if span == _NO_SPAN else (chars[span[0]], chars[span[1]]) for span in spans]
+            if anchor != _UNANCHORED or bpos == bend:
+                return
+            if end == bpos:  # an empty match: step one character on
+                bpos += 1 if ascii_only else _re2.CharLenToBytes(data, bpos, 1)
+            else:
+                bpos = end
+
     def _iter(self, anchor: Any, text: str, pos: int | None, endpos: int | None) -> Iterator[_Match]:
         n = len(text)
         pos = 0 if pos is None else max(0, min(pos, n))
         endpos = n if endpos is None else max(0, min(endpos, n))
         if pos > endpos:
-            return
-        enc = _encoded(text)
-        data = enc.data
-        bpos = enc.to_byte(pos)
-        bend = len(data) if endpos == n else bpos + _re2.CharLenToBytes(data, bpos, endpos - pos)
-        run = self._re.Match
-        while True:
-            spans = run(anchor, data, bpos, bend)
-            if spans[0] == _NO_SPAN:
-                return
-            end = spans[0][1]
-            if not enc.ascii:
-                offsets = sorted({o for span in spans for o in span if o != -1})
-                chars = {o: enc.to_char(o) for o in offsets}
-                spans = [span if span == _NO_SPAN else (chars[span[0]], chars[span[1]]) for span in spans]
-            yield _Match(self, text, spans, pos, endpos)
-            if anchor != _UNANCHORED or bpos == bend:
-                return
-            if end == bpos:  # an empty match: step one character on
-                bpos += 1 if enc.ascii else _re2.CharLenToBytes(data, bpos, 1)
-            else:
-                bpos = end
+            return iter(())
+        return (_Match(self, text, spans, pos, endpos) for spans in self._spans(anchor, text, pos, endpos))
 
     def search(self, text: str, pos: int | None = None, endpos: int | None = None) -> _Match | None:
         return next(self._iter(_UNANCHORED, text, pos, endpos), None)
@@ -399,6 +414,8 @@ class _Pattern:
         return self._iter(_UNANCHORED, text, pos, endpos)
 
     def findall(self, text: str, pos: int | None = None, endpos: int | None = None) -> list[Any]:
+        if self.groups == 0 and pos is None and endpos is None and type(self) is _Pattern:
+            return [text[span[0][0] : span[0][1]] for span in self._spans(_UNANCHORED, text, 0, len(text))]
         if self.groups == 0:
             return [m.group() for m in self._iter(_UNANCHORED, text, pos, endpos)]
         if self.groups == 1:

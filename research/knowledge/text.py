@@ -16,11 +16,20 @@ from research.ir import CJK_RANGES, WORD_NOT_CJK, tokenize
 
 __all__ = ["chunk_text", "is_mostly_cjk", "size_units", "term_frequencies", "tokenize"]
 
-_CJK_CHAR = textre.compile(f"[{CJK_RANGES}]")
+_CJK_BOUNDS = [(CJK_RANGES[i], CJK_RANGES[i + 2]) for i in range(0, len(CJK_RANGES), 3)]  # "a-b" triples
+
+
+def _is_cjk(char: str) -> bool:
+    """One CJK character: compared, not matched (a regex call costs more, once per sentence)."""
+    return len(char) == 1 and any(low <= char <= high for low, high in _CJK_BOUNDS)
+
 # A "size unit" for chunking: one CJK character or one word in any other script.
 _SIZE_UNIT = textre.compile(f"[{CJK_RANGES}]|{WORD_NOT_CJK}+")
-# Pieces used to hard-split an over-long sentence while keeping its spacing.
-_SPLIT_PIECE = textre.compile(f"[{CJK_RANGES}]\\s*|[^\\s{CJK_RANGES}]+\\s*|\\s+")
+# Runs of CJK characters (group 1, one unit each) or one word: a match per run, not per character.
+_UNIT_RUN = textre.compile(f"([{CJK_RANGES}]+)|{WORD_NOT_CJK}+")
+# Pieces used to hard-split an over-long sentence while keeping its spacing; a CJK run (group 1, its
+# blanks in group 2) is cut by _hard_split itself.
+_SPLIT_PIECE = textre.compile(f"([{CJK_RANGES}]+)(\\s*)|[^\\s{CJK_RANGES}]+\\s*|\\s+")
 # Sentence ends: Latin punctuation followed by space, or CJK full-width punctuation.
 # The mark itself (one character) stays with its sentence: see _split_sentences.
 _SENTENCE_END = textre.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？；][”’」』）]*\s*")
@@ -41,14 +50,26 @@ def term_frequencies(text: str) -> tuple[Counter[str], int]:
     return Counter(terms), len(terms)
 
 
+def _unit_counts(text: str) -> tuple[int, int]:
+    """(CJK characters, other words) in `text`."""
+    cjk = words = 0
+    for m in _UNIT_RUN.finditer(text):
+        run = m.group(1)
+        if run:
+            cjk += len(run)
+        else:
+            words += 1
+    return cjk, words
+
+
 def size_units(text: str) -> int:
     """How long `text` is for chunking: words, with each CJK character counting as one."""
-    return len(_SIZE_UNIT.findall(text))
+    return sum(_unit_counts(text))
 
 
 def is_mostly_cjk(text: str) -> bool:
-    units = _SIZE_UNIT.findall(text)
-    return bool(units) and sum(1 for u in units if _CJK_CHAR.fullmatch(u)) * 2 > len(units)
+    cjk, words = _unit_counts(text)
+    return cjk * 2 > cjk + words
 
 
 def _sentences(text: str) -> list[tuple[str, str]]:
@@ -62,7 +83,7 @@ def _sentences(text: str) -> list[tuple[str, str]]:
             parts = [p for p in parts if p]
             for pi, part in enumerate(parts):
                 if pi < len(parts) - 1:
-                    sep = "" if _CJK_CHAR.match(part[-1:]) or _CJK_CHAR.match(parts[pi + 1][:1]) else " "
+                    sep = "" if _is_cjk(part[-1:]) or _is_cjk(parts[pi + 1][:1]) else " "
                 elif li < len(lines) - 1:
                     sep = "\n"
                 else:
@@ -76,8 +97,22 @@ def _hard_split(sentence: str, max_size: int) -> list[str]:
     pieces: list[str] = []
     current: list[str] = []
     units = 0
-    for piece in _SPLIT_PIECE.findall(sentence):
-        weight = 1 if _SIZE_UNIT.search(piece) else 0
+    for match in _SPLIT_PIECE.finditer(sentence):
+        run = match.group(1)
+        if run:  # one unit per character, cut where the piece is full
+            at = 0
+            while at < len(run):
+                if units + 1 > max_size and current:
+                    pieces.append("".join(current).strip())
+                    current, units = [], 0
+                take = max(1, min(len(run) - at, max_size - units))
+                current.append(run[at : at + take])
+                units += take
+                at += take
+            current.append(match.group(2))
+            continue
+        piece = match.group(0)
+        weight = 1 if not piece[:1].isspace() and _SIZE_UNIT.search(piece) else 0
         if units + weight > max_size and current:
             pieces.append("".join(current).strip())
             current, units = [], 0

@@ -60,3 +60,8 @@ def test_smoke_benchmark_writes_well_formed_results(tmp_path):
     assert [r["steps"] for r in tokens["runs"]] == [1, 2]
     assert all(r["prompt_tokens"] > 0 and r["completion_tokens"] > 0 for r in tokens["runs"])
     assert tokens["runs"][1]["total_tokens"] > tokens["runs"][0]["total_tokens"]
+
+    adversarial = results["adversarial"]
+    assert adversarial["size"] == 2_000 and adversarial["rows"]
+    assert {r["path"] for r in adversarial["rows"]} >= {"report edit request (POST)", "report check (worker task)"}
+    assert all(_number(r["ratio"]) and r["chars"] == 2_000 for r in adversarial["rows"])
