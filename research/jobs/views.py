@@ -401,10 +401,13 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
                     else _("Restored v%(n)s as a new version."))
             messages.success(request, text % {"n": number})
         return redirect("job_detail", job_id=job.pk)
+    # difflib is superlinear on many repeated lines (40,000 of them: ~4 s): long versions are not compared
+    # on the web thread.
+    comparable = len(version.markdown) + len(current.markdown) <= 2 * settings.REPORT_CHECK_INLINE_CHARS
     diff = selectors.report_diff(old=version.markdown, new=current.markdown, old_label=f"v{number}",
-                                 new_label=f"v{current.number}") if version.pk != current.pk else []
+                                 new_label=f"v{current.number}") if version.pk != current.pk and comparable else []
     return render(request, "jobs/report_version.html", {
-        "job": job, "version": version, "current": current, "diff": diff,
+        "job": job, "version": version, "current": current, "diff": diff, "comparable": comparable,
         "html": markdown_to_html(version.markdown, figure_url=_figure_url(job)),
     })
 

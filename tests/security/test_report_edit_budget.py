@@ -160,3 +160,21 @@ def test_healthz_answers_while_the_reported_edits_are_posted(server, alice, clie
             health = [pool.submit(httpx.get, f"{server.url}/healthz", timeout=300) for _ in range(3)]
             assert all(h.result().status_code == 200 for h in health)
             assert edit.result() < RATIO * plain, f"{name}: {edit.result():.2f}s against {plain:.2f}s plain"
+
+
+@pytest.mark.django_db
+def test_long_versions_are_not_diffed_on_the_web_thread(alice, client, monkeypatch):
+    """difflib is superlinear on many repeated lines: two long versions are shown, not compared."""
+    from research.jobs import selectors
+
+    diffed: list[int] = []
+    real = selectors.report_diff
+    monkeypatch.setattr(selectors, "report_diff", lambda **kw: diffed.append(len(kw["old"])) or real(**kw))
+    job = _done_job(alice)
+    services.report_version_create(job=job, markdown="\n".join(f"l{i % 1001}" for i in range(40_000)), author="user")
+    client.force_login(alice)
+    page = client.get(reverse("job_report_version", args=[job.pk, 1])).content.decode()
+    assert "too long to compare here" in page and diffed == []
+    services.report_version_create(job=job, markdown="# R\n\nShort again.\n", author="user")
+    page = client.get(reverse("job_report_version", args=[job.pk, 1])).content.decode()
+    assert 'id="report-diff"' in page and len(diffed) == 1
