@@ -414,8 +414,13 @@ class _Pattern:
         return self._iter(_UNANCHORED, text, pos, endpos)
 
     def findall(self, text: str, pos: int | None = None, endpos: int | None = None) -> list[Any]:
-        if self.groups == 0 and pos is None and endpos is None and type(self) is _Pattern:
-            return [text[span[0][0] : span[0][1]] for span in self._spans(_UNANCHORED, text, 0, len(text))]
+        if pos is None and endpos is None and type(self) is _Pattern:  # no match objects: slices only
+            spans = self._spans(_UNANCHORED, text, 0, len(text))
+            if self.groups == 0:
+                return [text[s[0][0] : s[0][1]] for s in spans]
+            if self.groups == 1:
+                return [text[s[1][0] : s[1][1]] if s[1][0] != -1 else "" for s in spans]
+            return [tuple(text[a:b] if a != -1 else "" for a, b in s[1:]) for s in spans]
         if self.groups == 0:
             return [m.group() for m in self._iter(_UNANCHORED, text, pos, endpos)]
         if self.groups == 1:

@@ -29,7 +29,7 @@ _SIZE_UNIT = textre.compile(f"[{CJK_RANGES}]|{WORD_NOT_CJK}+")
 _UNIT_RUN = textre.compile(f"([{CJK_RANGES}]+)|{WORD_NOT_CJK}+")
 # Pieces used to hard-split an over-long sentence while keeping its spacing; a CJK run (group 1, its
 # blanks in group 2) is cut by _hard_split itself.
-_SPLIT_PIECE = textre.compile(f"([{CJK_RANGES}]+)(\\s*)|[^\\s{CJK_RANGES}]+\\s*|\\s+")
+_SPLIT_PIECE = textre.compile(f"([{CJK_RANGES}]+)(\\s*)|([^\\s{CJK_RANGES}]+\\s*|\\s+)")
 # Sentence ends: Latin punctuation followed by space, or CJK full-width punctuation.
 # The mark itself (one character) stays with its sentence: see _split_sentences.
 _SENTENCE_END = textre.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？；][”’」』）]*\s*")
@@ -53,8 +53,7 @@ def term_frequencies(text: str) -> tuple[Counter[str], int]:
 def _unit_counts(text: str) -> tuple[int, int]:
     """(CJK characters, other words) in `text`."""
     cjk = words = 0
-    for m in _UNIT_RUN.finditer(text):
-        run = m.group(1)
+    for run in _UNIT_RUN.findall(text):
         if run:
             cjk += len(run)
         else:
@@ -97,8 +96,7 @@ def _hard_split(sentence: str, max_size: int) -> list[str]:
     pieces: list[str] = []
     current: list[str] = []
     units = 0
-    for match in _SPLIT_PIECE.finditer(sentence):
-        run = match.group(1)
+    for run, blanks, piece in _SPLIT_PIECE.findall(sentence):
         if run:  # one unit per character, cut where the piece is full
             at = 0
             while at < len(run):
@@ -109,10 +107,10 @@ def _hard_split(sentence: str, max_size: int) -> list[str]:
                 current.append(run[at : at + take])
                 units += take
                 at += take
-            current.append(match.group(2))
+            current.append(blanks)
             continue
-        piece = match.group(0)
-        weight = 1 if not piece[:1].isspace() and _SIZE_UNIT.search(piece) else 0
+        # A word counts if it has a letter, digit or "_" (\w; the piece holds no CJK character).
+        weight = 1 if any(c.isalnum() or c == "_" for c in piece) else 0
         if units + weight > max_size and current:
             pieces.append("".join(current).strip())
             current, units = [], 0
@@ -133,11 +131,12 @@ def chunk_text(text: str, *, target: int = 300, max_size: int = 400, overlap: in
     """
     units: list[tuple[str, str, int]] = []
     for sentence, sep in _sentences(text):
-        size = size_units(sentence)
+        cjk, words = _unit_counts(sentence)
+        size = cjk + words
         if size > max_size:
             # Overlap-sized pieces, so run-on text still gets overlapping windows.
             pieces = _hard_split(sentence, min(max_size, max(overlap, 1)))
-            joiner = "" if is_mostly_cjk(sentence) else " "
+            joiner = "" if cjk * 2 > size else " "  # is_mostly_cjk(sentence)
             for i, piece in enumerate(pieces):
                 units.append((piece, sep if i == len(pieces) - 1 else joiner, size_units(piece)))
         elif size:
