@@ -91,34 +91,47 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _hard_split(sentence: str, max_size: int) -> list[str]:
-    """Cut a sentence longer than `max_size` units into pieces of at most `max_size` units."""
-    pieces: list[str] = []
+def _word_runs(piece: str) -> int:
+    """size_units of a piece without CJK characters, counted in Python (a regex call per word costs more)."""
+    runs, inside = 0, False
+    for c in piece:
+        word = c.isalnum() or c == "_"
+        runs += word and not inside
+        inside = word
+    return runs
+
+
+def _hard_split(sentence: str, max_size: int) -> list[tuple[str, int]]:
+    """Cut a sentence longer than `max_size` units into pieces of at most `max_size` units: (piece, its size)."""
+    pieces: list[tuple[str, int]] = []
     current: list[str] = []
-    units = 0
+    units = size = 0  # units: what the cut counts (a word is one); size: size_units of the piece
     for run, blanks, piece in _SPLIT_PIECE.findall(sentence):
         if run:  # one unit per character, cut where the piece is full
             at = 0
             while at < len(run):
                 if units + 1 > max_size and current:
-                    pieces.append("".join(current).strip())
-                    current, units = [], 0
+                    pieces.append(("".join(current).strip(), size))
+                    current, units, size = [], 0, 0
                 take = max(1, min(len(run) - at, max_size - units))
                 current.append(run[at : at + take])
                 units += take
+                size += take
                 at += take
             current.append(blanks)
             continue
         # A word counts if it has a letter, digit or "_" (\w; the piece holds no CJK character).
-        weight = 1 if any(c.isalnum() or c == "_" for c in piece) else 0
+        runs = _word_runs(piece)
+        weight = 1 if runs else 0
         if units + weight > max_size and current:
-            pieces.append("".join(current).strip())
-            current, units = [], 0
+            pieces.append(("".join(current).strip(), size))
+            current, units, size = [], 0, 0
         current.append(piece)
         units += weight
+        size += runs
     if current:
-        pieces.append("".join(current).strip())
-    return [p for p in pieces if p]
+        pieces.append(("".join(current).strip(), size))
+    return [(p, n) for p, n in pieces if p]
 
 
 def chunk_text(text: str, *, target: int = 300, max_size: int = 400, overlap: int = 40) -> list[str]:
@@ -137,8 +150,8 @@ def chunk_text(text: str, *, target: int = 300, max_size: int = 400, overlap: in
             # Overlap-sized pieces, so run-on text still gets overlapping windows.
             pieces = _hard_split(sentence, min(max_size, max(overlap, 1)))
             joiner = "" if cjk * 2 > size else " "  # is_mostly_cjk(sentence)
-            for i, piece in enumerate(pieces):
-                units.append((piece, sep if i == len(pieces) - 1 else joiner, size_units(piece)))
+            for i, (piece, piece_size) in enumerate(pieces):
+                units.append((piece, sep if i == len(pieces) - 1 else joiner, piece_size))
         elif size:
             units.append((sentence, sep, size))
         elif units:

@@ -212,3 +212,26 @@ def test_report_text_helpers_are_linear_on_500k_adversarial_text(helper: str, at
     plain = max(_cost(func, _grow(PLAIN.replace("\n", " "), N)), _per_char_floor(N))
     ratio = _cost(func, HELPER_ATTACKS[attack](N)) / plain
     assert ratio < RENDER_RATIO, f"{helper} on {attack}: {ratio:.0f}x plain"
+
+
+TASK_ATTACKS = {
+    # issue #25: "render/tts.py _LATIN_RUN (2.2 s against 16 ms)"
+    "speech_segments: a Latin run in Chinese": ("tts", lambda n: "中文" + _grow("a1 ", n - 2)),
+    "speech_segments: Latin words and marks": ("tts", lambda n: "中文" + _grow("a, ", n - 2)),
+    # "agents/rank.py _TRAILING_FOOTNOTES (737 ms against 0.4 ms)"
+    "split_sentences: footnotes that never end the text": ("rank", lambda n: _grow("[1]", n - 1) + "x"),
+    "split_sentences: list markers": ("rank", lambda n: _grow("- ", n)),
+}
+
+
+@pytest.mark.parametrize("attack", list(TASK_ATTACKS))
+def test_task_text_helpers_are_linear_on_200k_adversarial_text(attack: str):
+    from research.agents.rank import split_sentences
+    from research.render.tts import speech_segments
+
+    kind, make = TASK_ATTACKS[attack]
+    func: Callable[[str], object] = (lambda t: speech_segments(t, "zh-CN")) if kind == "tts" else split_sentences
+    size = 200_000
+    plain = max(_cost(func, _grow(PLAIN, size)), _per_char_floor(size))
+    ratio = _cost(func, make(size)) / plain
+    assert ratio < 10, f"{attack}: {ratio:.1f}x plain"
