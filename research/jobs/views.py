@@ -362,9 +362,8 @@ def job_report_preview(request: HttpRequest, job_id: int) -> JsonResponse:
     problem = report_markdown_problem(markdown)
     if problem:
         return JsonResponse({"html": "", "problem": problem})
-    if len(markdown) > settings.REPORT_CHECK_INLINE_CHARS:
-        return JsonResponse({"html": str(_preview_html(job, markdown)), "problem": ""})
-    return JsonResponse({"html": str(_preview_html(job, markdown)), "problem": _report_check(job, markdown)})
+    problem = "" if len(markdown) > settings.REPORT_CHECK_INLINE_CHARS else _report_check(job, markdown)
+    return JsonResponse({"html": str(_preview_html(job, markdown)), "problem": problem})
 
 
 def _background_check_text(chars: int) -> str:
