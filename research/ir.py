@@ -61,8 +61,7 @@ def stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`, in order: English words (stemmed, no stop words) and CJK bigrams."""
     terms: list[str] = []
-    for match in _TOKEN_RUN.finditer(unicodedata.normalize("NFKC", text).lower()):
-        cjk, word = match.group(1), match.group(2)
+    for cjk, word in _TOKEN_RUN.findall(unicodedata.normalize("NFKC", text).lower()):  # findall: no match objects
         if cjk:
             terms.extend([cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)])
         elif word:
