@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import (  # noqa: E402
+    bench_adversarial,
     bench_heavy,
     bench_orchestration,
     bench_render,
@@ -36,7 +37,7 @@ from bench import (  # noqa: E402
 )
 from bench.harness import Stack, machine  # noqa: E402
 
-SECTIONS = ("render", "orchestration", "tokens", "heavy", "stream", "scale")
+SECTIONS = ("render", "orchestration", "tokens", "heavy", "stream", "scale", "adversarial")
 DEFAULT_OUT = ROOT / "bench" / "results.json"
 
 # Full-size parameters (make bench) and tiny ones (--smoke). Latency: a model server that starts
@@ -56,6 +57,7 @@ FULL: dict[str, dict[str, Any]] = {
               "warm": False},
     "stream": {"jobs": 20, "steps": 3, "ttft": 0.5, "tokens_per_s": 50.0, "workers": 2, "concurrency": 12},
     "scale": {"jobs": 12, "steps": 3, "concurrency": 4, "ttft": 0.5, "tokens_per_s": 50.0},
+    "adversarial": {"size": 500_000},
 }
 SMOKE: dict[str, dict[str, Any]] = {
     "render": {"words": 300},
@@ -66,6 +68,7 @@ SMOKE: dict[str, dict[str, Any]] = {
     "stream": {"jobs": 2, "steps": 1, "ttft": 0.05, "tokens_per_s": 2000.0, "workers": 1, "concurrency": 3,
                "warm": False},
     "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False},
+    "adversarial": {"size": 2_000},
 }
 
 
@@ -140,6 +143,11 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             ("scale (PostgreSQL)", f"jobs/min, 2 workers × {p['concurrency_per_worker']}",
              f"{p['jobs_per_min_2_workers']:.1f} ({p['ratio']:.2f}×)", ""),
         ]
+    a = results.get("adversarial")
+    if a:
+        worst = a["worst"]
+        rows.append(("adversarial", f"worst request/task path on {a['size']:,}-character attacks",
+                     f"{worst['ratio']:.2f}× plain ({worst['path']}, {worst['attack']})", "≤ 10×"))
     t = results.get("tokens")
     if t and t.get("runs"):
         per = ", ".join(f"{r['steps']}: {r['total_tokens']:,}" for r in t["runs"])
@@ -201,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     tables: dict[str, Callable[[dict[str, Any]], list[tuple[str, str]]]] = {
         "render": bench_render.table, "orchestration": bench_orchestration.table, "tokens": bench_tokens.table,
         "heavy": bench_heavy.table,
-        "stream": bench_stream.table, "scale": bench_scale.table,
+        "stream": bench_stream.table, "scale": bench_scale.table, "adversarial": bench_adversarial.table,
     }
     try:
         stack.start()
@@ -230,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = bench_heavy.run(stack, **params["heavy"])
             elif name == "stream":
                 result = bench_stream.run(stack, **params["stream"])
+            elif name == "adversarial":
+                result = bench_adversarial.run(stack, **params["adversarial"])
             else:
                 result = bench_scale.run(stack, **params["scale"])
             results[name + suffix] = result

@@ -8,15 +8,19 @@ Lucene's CJK analyzer does), which needs no dictionary.
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from research import textre
+
 # Han (incl. extension A and compatibility), kana and hangul.
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 # One pass gives either a run of CJK characters or a run of other word characters.
-_TOKEN_RUN = re.compile(f"([{CJK_RANGES}]+)|((?:(?![{CJK_RANGES}])\\w)+)")
+# A word character (\\w: letter, digit, "_") that is not CJK: "letter and not CJK" is the class of
+# what is neither a non-letter nor CJK (RE2 has no lookahead to subtract with).
+WORD_NOT_CJK = f"(?:[^\\P{{L}}{CJK_RANGES}]|[^\\P{{N}}{CJK_RANGES}]|_)"
+_TOKEN_RUN = textre.compile(f"([{CJK_RANGES}]+)|({WORD_NOT_CJK}+)")
 MAX_TERM_LENGTH = 64
 
 STOP_WORDS: frozenset[str] = frozenset(
@@ -57,8 +61,7 @@ def stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`, in order: English words (stemmed, no stop words) and CJK bigrams."""
     terms: list[str] = []
-    for match in _TOKEN_RUN.finditer(unicodedata.normalize("NFKC", text).lower()):
-        cjk, word = match.group(1), match.group(2)
+    for cjk, word in _TOKEN_RUN.findall(unicodedata.normalize("NFKC", text).lower()):  # findall: no match objects
         if cjk:
             terms.extend([cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)])
         elif word:

@@ -224,6 +224,9 @@ SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MC
 # Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account and per IP.
 RERENDER_RATE = env_str("RERENDER_RATE", "30/h")
 REPORT_EDIT_RATE = env_str("REPORT_EDIT_RATE", "60/h")
+# Report edits and live previews up to this many characters are checked and rendered on the web thread;
+# a longer edit is checked by a worker (research/jobs/services.py: report_edit_submit).
+REPORT_CHECK_INLINE_CHARS = env_int("REPORT_CHECK_INLINE_CHARS", 50_000)
 KB_UPLOAD_RATE = env_str("KB_UPLOAD_RATE", "60/h")
 LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per user name and per IP (django-axes)
 SIGNUP_RATE = env_str("SIGNUP_RATE", "10/h")  # sign-ups per IP

@@ -24,10 +24,10 @@ No Django, no model: pure functions over strings.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from research import textre
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 
@@ -35,19 +35,32 @@ _ITEM = r"\s*\d{1,4}\s*(?:[-–]\s*\d{1,4}\s*)?"
 _SEPARATORS = r"[,，;；、]"
 # Group 1: the blanks before the citation (removed with a citation that is dropped entirely); group 2: items.
 # Not after a Latin letter or digit (`x[3]` is indexing) nor `!` (an image); CJK text may touch it: 光伏[3].
-# The blanks group starts only where a run of blanks starts: otherwise each blank of a long run would
-# rescan the rest of it (quadratic; 40k spaces took 90 s).
-CITATION = re.compile(rf"(?<![ \t])([ \t]*)(?<![A-Za-z0-9_!])\[({_ITEM}(?:{_SEPARATORS}{_ITEM})*)\](?!\()")
-_CODE = re.compile(r"(```.*?(?:```|\Z)|`[^`\n]*`)", re.DOTALL)
-_REFERENCE_HEADING = re.compile(
+# The blanks group starts only where a run of blanks starts. RE2 has no lookaround, so the context is
+# checked by _citation_context; no citation can start inside a refused one (the items hold no `[`).
+_ASCII_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_!")
+
+
+def _citation_context(m: textre.Match) -> bool:
+    text, start = m.string, m.start()
+    before = text[start - 1] if start else ""
+    if before in (" ", "\t") or (not m.group(1) and before and before in _ASCII_WORD):
+        return False  # inside a blank run, or `x[3]` (indexing) / `![3]` (an image)
+    return not text.startswith("(", m.end())  # `[3](url)` is a link
+
+
+CITATION = textre.compile_guarded(
+    rf"([ \t]*)\[({_ITEM}(?:{_SEPARATORS}{_ITEM})*)\]", accept=_citation_context
+)
+_CODE = textre.compile(r"(```.*?(?:```|\Z)|`[^`\n]*`)", textre.DOTALL)
+_REFERENCE_HEADING = textre.compile(
     r"^\s{0,3}(?:#{1,6}\s*|\*\*)\s*(?:\d+[.)]?\s*)?"
     r"(references|reference list|sources|bibliography|works cited|citations"
     r"|参考文献|参考资料|参考来源|引用来源|资料来源|来源|引用)"
     r"\s*[:：]?\s*(?:\*\*)?\s*$",
-    re.IGNORECASE,
+    textre.IGNORECASE,
 )
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
-FIGURE_REF = re.compile(r"!\[([^\][]*)\]\(figures/([^)\s]+)\)")  # no `[` in the caption: linear scan
+_HEADING = textre.compile(r"^\s{0,3}(#{1,6})\s")
+FIGURE_REF = textre.compile(r"!\[([^\][]*)\]\(figures/([^)\s]+)\)")  # no `[` in the caption: linear scan
 MAX_RANGE = 20
 
 
@@ -65,8 +78,8 @@ def _segments(md: str) -> list[tuple[str, bool]]:
 
 def _numbers(items: str) -> list[int]:
     out: list[int] = []
-    for item in re.split(_SEPARATORS, items):
-        parts = [p.strip() for p in re.split(r"[-–]", item)]
+    for item in textre.split(_SEPARATORS, items):
+        parts = [p.strip() for p in textre.split(r"[-–]", item)]
         if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
             low, high = int(parts[0]), int(parts[1])
             if 0 < high - low <= MAX_RANGE:
@@ -87,7 +100,7 @@ def _rewrite(md: str, keep: Iterable[int] | None, mark: str = "") -> tuple[str, 
     dropped = 0
     kept_all: list[int] = []
 
-    def sub(match: re.Match[str]) -> str:
+    def sub(match: textre.Match) -> str:
         nonlocal dropped
         numbers = _numbers(match.group(2))
         kept = [n for n in dict.fromkeys(numbers) if allowed is None or n in allowed]
@@ -114,7 +127,7 @@ def filter_citations(md: str, allowed: Iterable[int]) -> tuple[str, int]:
 def renumber_citations(md: str, mapping: dict[int, int]) -> str:
     """Every citation's numbers through `mapping` (numbers it lacks are dropped), written as [a][b]."""
 
-    def sub(match: re.Match[str]) -> str:
+    def sub(match: textre.Match) -> str:
         numbers = [mapping[n] for n in dict.fromkeys(_numbers(match.group(2))) if n in mapping]
         return match.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(numbers)) if numbers else ""
 
@@ -207,7 +220,7 @@ def fix_figure_refs(md: str, known: Sequence[str], *, add_missing: Sequence[str]
 
 def _caption(name: str) -> str:
     stem = name.rsplit(".", 1)[0]
-    return re.sub(r"[-_]+", " ", stem).strip() or name
+    return textre.sub(r"[-_]+", " ", stem).strip() or name
 
 
 # ---- reading markers back with their positions (used by research.render.document) ----

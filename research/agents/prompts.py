@@ -9,17 +9,17 @@ variable parts (question, plan, step) travel in the user message after it.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 
+from research import textre
 from research.agents.text import is_chinese
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 
 # Only `{identifier}` is a placeholder. JSON examples such as `{"id": "s1"}` or
 # `{ }` never match, so prompts can show JSON without escaping braces.
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = textre.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class PromptNotFound(FileNotFoundError):
@@ -48,7 +48,7 @@ def _read(name: str, lang: str, folder: Path = PROMPT_DIR) -> str:
 def render(template: str, **variables: object) -> str:
     """Substitute `{name}` for the given variables; unknown placeholders are left as written."""
 
-    def _sub(match: re.Match[str]) -> str:
+    def _sub(match: textre.Match) -> str:
         key = match.group(1)
         return str(variables[key]) if key in variables else match.group(0)
 

@@ -7,43 +7,43 @@ whitespace are collapsed), so a citation check can find it in the page it cites.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from research import textre
 from research.agents.text import detect_locale, is_chinese
 from research.ir import BM25, stem, tokenize
 
 __all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
 
 _CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CHAR}]")
-_WS = re.compile(r"\s+")
+_CJK = textre.compile(f"[{_CJK_CHAR}]")
+_WS = textre.compile(r"\s+")
 
 _CJK_TERMINATORS = "。！？"
 _TERMINATORS = ".!?" + _CJK_TERMINATORS
 _CLOSERS = "\"'”’)）」』】"
-_FOOTNOTE = re.compile(r"\[[^\[\]\s]{1,12}\]")  # [12], [a], [note 3] is not matched (has a space)
-_TRAILING_FOOTNOTES = re.compile(r"(?:\[[^\[\]\s]{1,12}\])+$")
-_LIST_MARKER = re.compile(r"^(?:[-*+•·]\s+|\d{1,3}[.)]\s+|>\s*)+")
+_FOOTNOTE = textre.compile(r"\[[^\[\]\s]{1,12}\]")  # [12], [a], [note 3] is not matched (has a space)
+_TRAILING_FOOTNOTES = textre.compile(r"(?:\[[^\[\]\s]{1,12}\])+$")
+_LIST_MARKER = textre.compile(r"^(?:[-*+•·]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs al approx est dept gov "
     "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.u p.m a.m ph.d".split()
 )
-_INITIALS = re.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
+_INITIALS = textre.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
 
 # Sentences that are page furniture rather than content.
-_BOILERPLATE = re.compile(
+_BOILERPLATE = textre.compile(
     r"cookie|privacy policy|terms of (?:use|service)|all rights reserved|copyright|©|subscribe|"
     r"newsletter|sign (?:up|in)|log ?in\b|javascript|click here|read more|share this|advertisement|"
     r"skip to (?:main )?content|版权所有|隐私政策|登录|注册|点击|订阅|免责声明|上一篇|下一篇|相关阅读|"
     r"返回顶部|分享到|扫码|关注我们",
-    re.I,
+    textre.I,
 )
 # Characters that mark markup, links or tables; a sentence with them is either not prose or would
 # change meaning in the Markdown report ([n] is our citation syntax), so it is skipped.
-_MARKUP = re.compile(r"https?://|www\.|[\[\]|*_`<>{}@]|\\")
+_MARKUP = textre.compile(r"https?://|www\.|[\[\]|*_`<>{}@]|\\")
 
 _SENTENCE_MIN_EN, _SENTENCE_MAX_EN = 40, 400
 _SENTENCE_MIN_ZH, _SENTENCE_MAX_ZH = 12, 200

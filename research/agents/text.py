@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
+from research import textre
 from research.ir import STOP_WORDS
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_HANGUL = re.compile(r"[\uac00-\ud7af]")
+_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KANA = textre.compile(r"[\u3040-\u30ff]")
+_HANGUL = textre.compile(r"[\uac00-\ud7af]")
 
 
 def detect_locale(text: str, default: str = "en-US") -> str:
@@ -44,8 +43,8 @@ ZH_STOP_PHRASES: tuple[str, ...] = tuple(
     ).split()
 )
 
-_EN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#'’\-]*")
-_ZH_SPLIT = re.compile("|".join(re.escape(p) for p in ZH_STOP_PHRASES) + r"|[\s\W_]+")
+_EN_WORD = textre.compile(r"[A-Za-z0-9][A-Za-z0-9+#'’\-]*")
+_ZH_SPLIT = textre.compile("|".join(textre.escape(p) for p in ZH_STOP_PHRASES) + r"|[^\p{L}\p{N}]+")  # [\s\W_]
 
 
 def key_terms(question: str, locale: str | None = None, *, fallback: bool = True) -> list[str]:

@@ -27,7 +27,6 @@ it counts as unchecked unless a `judge` (e.g. a model) is given.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -35,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from research import textre
 from research.agents.citations import CITATION, DROPPED_MARK, citation_numbers, references_markdown
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
@@ -66,17 +66,26 @@ _MIN_TERMS_TO_REMOVE = 6
 SURE_UNCITED = 0.35
 _WINDOW = 3  # sentences per passage
 
-_FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+_FENCE = textre.compile(r"(```.*?```|`[^`\n]*`)", textre.S)
 _CITE = CITATION  # research.agents.citations' grammar: [3], [3, 4], [3-5], [3；4]; group 2 holds the items
-_TRAILING_CITE = re.compile(r"[ \t]*\[[\d\s,，;；、\-–]+\](?!\()")
-_REF_HEADING = re.compile(r"^#{1,6}\s*(references|sources|bibliography|参考文献|参考资料|引用)\s*$", re.I | re.M)
-_REF_LINE = re.compile(r"^\s*[-*]\s*\[(\d{1,4})\]\s*(?:\[(.*?)\]\((\S+?)\)|(.*?)\s*\((?:knowledge base|知识库)\))\s*$")
-_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-_BARE_URL = re.compile(r"(?<![(\w/\"'=<])(?:https?://|www\.)[^\s<>()\[\]\"'，。）]+")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_TERMINATOR = re.compile(r"[.!?。！？]")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_TRAILING_CITE = textre.compile_guarded(  # not a link: `[3](url)`; anchored (`.match`), so nothing to resume
+    r"[ \t]*\[[\d\s,，;；、\-–]+\]", accept=lambda m: not m.string.startswith("(", m.end())
+)
+_REF_HEADING = textre.compile(
+    r"^#{1,6}\s*(references|sources|bibliography|参考文献|参考资料|引用)\s*$", textre.I | textre.M
+)
+_REF_LINE = textre.compile(
+    r"^\s*[-*]\s*\[(\d{1,4})\]\s*(?:\[(.*?)\]\((\S+?)\)|(.*?)\s*\((?:knowledge base|知识库)\))\s*$"
+)
+_LINK = textre.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_AUTOLINK = textre.compile(r"<(https?://[^>\s]+)>")
+# Group 1: the character before the address (not part of a link or an attribute), put back by the caller.
+_BARE_URL = textre.compile(r"(^|[^(\w/\"'=<])((?:https?://|www\.)[^\s<>()\[\]\"'，。）]+)")
+_NUMBER = textre.compile(r"\d+(?:[.,]\d+)*")
+_TERMINATOR = textre.compile(r"[.!?。！？]")
+_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_LONE_MARKS = ".,;:!?。，；：！？"
+_BLANKS = textre.compile(r"[ \t]+")
 _MARKER_EN = " *(unverified)*"
 _MARKER_ZH = "*（未经核实）*"
 _MARKERS = (_MARKER_EN.strip(), _MARKER_ZH)
@@ -85,19 +94,19 @@ _LOST = DROPPED_MARK  # after an inline link whose address was removed, or where
 
 # What makes an uncited sentence a factual claim that needs a source. Kept to simple alternations
 # (no lookarounds) so they port to a linear-time engine.
-_FACT_DIGIT = re.compile(r"\d")
-_FACT_WORDS_EN = re.compile(
+_FACT_DIGIT = textre.compile(r"\d")
+_FACT_WORDS_EN = textre.compile(
     r"\b(?:than|compared|versus|vs|twice|double|doubled|tripled|halved|half|times|percent|per cent|"
     r"most|least|largest|smallest|highest|lowest|biggest|fastest|slowest|cheapest|best|worst|"
     r"study|studies|trial|trials|survey|surveys|reported|researchers|scientists|analysts|according|"
     r"university|institute|agency|ministry|commission|association|organisation|organization|"
     r"million|billion|trillion|thousand|hundred|dozen)\b",
-    re.I,
+    textre.I,
 )
-_FACT_MONTHS = re.compile(
+_FACT_MONTHS = textre.compile(
     r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
 )
-_FACT_WORDS_ZH = re.compile(
+_FACT_WORDS_ZH = textre.compile(
     r"高于|低于|多于|少于|大于|小于|超过|不到|倍|一半|百分之|万|亿|研究显示|研究表明|调查显示|报告显示|据统计|"
     r"试验|大学|研究所|研究院|协会|委员会|部门发布|年[0-9一二三四五六七八九十]+月"
 )
@@ -210,11 +219,16 @@ def plain_text(text: str) -> str:
     text = _CITE.sub(" ", text)
     for marker in _MARKERS:
         text = text.replace(marker, "")
-    text = re.sub(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", "", text)
-    text = re.sub(r"^\s*\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
-    text = re.sub(r"[*_`>#]", "", text)
-    text = re.sub(r"\s+", " ", text).strip()
-    return re.sub(r" (?=[.,;:!?。，；：！？](?: |$))", "", text)  # "a year [1]." -> "a year."
+    text = textre.sub(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", "", text)
+    text = textre.sub(r"^\s*\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
+    text = textre.sub(r"[*_`>#]", "", text)
+    words: list[str] = []
+    for word in text.split():  # "a year [1]." -> "a year.": a lone mark is glued to the word before it
+        if words and len(word) == 1 and word in _LONE_MARKS:
+            words[-1] += word
+        else:
+            words.append(word)
+    return " ".join(words)
 
 
 def line_sentences(line: str) -> list[tuple[int, int]]:
@@ -272,7 +286,7 @@ def report_body(markdown: str) -> str:
 
 def _passages(text: str) -> list[str]:
     pieces: list[str] = []
-    for block in re.split(r"\n\s*\n|\n", text):
+    for block in textre.split(r"\n\s*\n|\n", text):
         block = block.strip()
         if block:
             pieces.extend(block[s:e].strip() for s, e in line_sentences(block) if block[s:e].strip())
@@ -371,7 +385,7 @@ def citation_targets(markdown: str, sources: Sequence[SourceRef]) -> dict[int, S
 def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
     removed = 0
 
-    def link(m: re.Match[str]) -> str:
+    def link(m: textre.Match) -> str:
         nonlocal removed
         image, label, url = m.group(1), m.group(2), m.group(3)
         if not url.startswith(("http://", "https://", "www.", "//")):
@@ -381,7 +395,7 @@ def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
         removed += 1
         return "" if image else label + _LOST
 
-    def auto(m: re.Match[str]) -> str:
+    def auto(m: textre.Match) -> str:
         nonlocal removed
         if norm_url(m.group(1)) in known_urls:
             return m.group(0)
@@ -393,30 +407,30 @@ def _clean_links(text: str, known_urls: set[str]) -> tuple[str, int]:
     # Bare URLs: protect the links kept above, then drop unknown addresses.
     kept: list[str] = []
 
-    def stash(m: re.Match[str]) -> str:
+    def stash(m: textre.Match) -> str:
         kept.append(m.group(0))
         return f"\x00{len(kept) - 1}\x00"
 
     text = _LINK.sub(stash, text)
     text = _AUTOLINK.sub(stash, text)
 
-    def bare(m: re.Match[str]) -> str:
+    def bare(m: textre.Match) -> str:
         nonlocal removed
-        url = m.group(0).rstrip(".,;:")
+        url = m.group(2).rstrip(".,;:")
         if norm_url(url) in known_urls:
             return m.group(0)
         removed += 1
-        return _GONE + m.group(0)[len(url) :]
+        return m.group(1) + _GONE + m.group(2)[len(url) :]
 
     text = _BARE_URL.sub(bare, text)
-    text = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
-    text = re.sub(r"\(\s*\x01?\s*\)|（\s*\x01?\s*）", "", text)  # "( )" leftovers of a removed address
-    return re.sub(r"[ \t]{2,}", " ", text), removed
+    text = textre.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
+    text = textre.sub(r"\(\s*\x01?\s*\)|（\s*\x01?\s*）", "", text)  # "( )" leftovers of a removed address
+    return textre.sub(r"[ \t]{2,}", " ", text), removed
 
 
 def _dangling(sentence: str) -> bool:
     """A short pointer whose address was removed ("More at <url>.", "详见 <url>。"): nothing is left to say."""
-    if not re.search(r"\x01[\s.。:：;；!?！？)）\]*]*$", sentence):
+    if not textre.search(r"\x01[\s.。:：;；!?！？)）\]*]*$", sentence):
         return False
     rest = plain_text(sentence.replace(_GONE, "").replace(_LOST, ""))
     return len(rest.split()) <= 5 and len(_CJK.findall(rest)) <= 8
@@ -424,7 +438,16 @@ def _dangling(sentence: str) -> bool:
 
 def _tidy(line: str) -> str:
     """No space before punctuation left behind by a removed citation or address ("unverified .")."""
-    return re.sub(r"(?<=\S)[ \t]+(?=[.,;:!?。，；：！？](?:\s|$))", "", line)
+
+    def drop(m: textre.Match) -> str:
+        start, end = m.start(), m.end()
+        after = line[end + 1 : end + 2]
+        if start and not line[start - 1].isspace() and line[end : end + 1] in _LONE_MARKS and line[end : end + 1]:
+            if not after or after.isspace():
+                return ""
+        return m.group(0)
+
+    return _BLANKS.sub(drop, line)
 
 
 def report_check(
@@ -479,7 +502,7 @@ def report_check(
             if line.strip() and not plain_text(new):
                 continue  # the whole line was an unsupported claim (or a bullet left empty)
             lines_out.append(new.rstrip() if new.strip() else new)
-        parts[index] = re.sub(r"\n{3,}", "\n\n", "\n".join(lines_out))  # no gap where a paragraph went
+        parts[index] = textre.sub(r"\n{3,}", "\n\n", "\n".join(lines_out))  # no gap where a paragraph went
     body = "".join(parts).rstrip() + "\n"
 
     # Renumber 1..n in order of first use.
@@ -516,7 +539,7 @@ def _check_sentence(
 ) -> str:
     registry: list[int] = []
 
-    def repl(m: re.Match[str]) -> str:
+    def repl(m: textre.Match) -> str:
         kept: list[str] = []
         for number in citation_numbers(m.group(0)):
             source = mapping.get(number)
@@ -530,7 +553,7 @@ def _check_sentence(
     dropped = result.removed_citations
     cleaned = _CITE.sub(repl, sentence)
     lost = lost or result.removed_citations > dropped
-    cleaned = re.sub(r"[ \t]+(?=[.。!?！？,，;；:]|$)", "", cleaned) if cleaned != sentence else cleaned
+    cleaned = textre.sub(r"[ \t]+([.。!?！？,，;；:]|$)", r"\1", cleaned) if cleaned != sentence else cleaned
     if not registry:
         return uncited.check(cleaned, lost, result, order, marker)
     registry = list(dict.fromkeys(registry))

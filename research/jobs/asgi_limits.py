@@ -15,11 +15,12 @@ settings.REQUEST_MAX_BODY_BYTES.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from django.conf import settings
+
+from research import textre
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,7 +28,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]  # Django's handler types its arguments narrower
 
-KB_UPLOAD_PATH = re.compile(r"^/kb/\d+/upload/?$")
+KB_UPLOAD_PATH = textre.compile(r"^/kb/\d+/upload/?$")
 KB_SLACK_BYTES = 64 * 1024
 
 

@@ -17,7 +17,7 @@ from kombu.exceptions import OperationalError
 
 logger = logging.getLogger(__name__)
 
-Unit = Literal["advance", "schedule", "step", "run", "render", "followup", "kb_index"]
+Unit = Literal["advance", "schedule", "step", "run", "render", "followup", "kb_index", "report_edit_check"]
 
 TASK_NAMES: dict[Unit, str] = {
     "advance": "research.jobs.tasks.job_advance",
@@ -27,6 +27,7 @@ TASK_NAMES: dict[Unit, str] = {
     "render": "research.jobs.tasks.render_output",
     "followup": "research.jobs.tasks.followup_answer",
     "kb_index": "research.knowledge.tasks.document_index",
+    "report_edit_check": "research.jobs.tasks.report_edit_check",
 }
 
 
@@ -75,6 +76,11 @@ def enqueue_render(job_id: int, kind: str) -> None:
 def enqueue_followup(followup_id: int) -> None:
     """Answer a follow-up question about a finished report."""
     send_on_commit("followup", followup_id)
+
+
+def enqueue_report_edit_check(check_id: int) -> None:
+    """Check a long report edit in a worker and store it as a new version (research/jobs/services.py)."""
+    send_on_commit("report_edit_check", check_id)
 
 
 def enqueue_document_index(document_id: int) -> None:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 from django.utils.translation import gettext as _
 
+from research import textre
 from research.jobs.models import JobStatus, ResearchJob
 
 PROVIDER_NAMES = {"searxng": "SearXNG", "duckduckgo": "DuckDuckGo", "tavily": "Tavily", "knowledge": "knowledge base"}
-_SEARCH_FAILED = re.compile(r"search failed: (?!search failed)(.*)", re.S)
-_PROVIDER_PART = re.compile(r"(?:^|;\s*)(searxng|duckduckgo|tavily|knowledge): ")
+_SEARCH_FAILED = "search failed: "
+_PROVIDER_PART = textre.compile(r"(?:^|;\s*)(searxng|duckduckgo|tavily|knowledge): ")
 
 
 def provider_problem(provider: str, message: str) -> str:
@@ -44,11 +44,21 @@ def search_advice() -> str:
              "server's network connection, then retry.")
 
 
+def _search_failed_body(text: str) -> str | None:
+    """What follows the first "search failed: " that does not repeat it (a nested one is skipped)."""
+    at = text.find(_SEARCH_FAILED)
+    while at != -1:
+        body = text[at + len(_SEARCH_FAILED) :]
+        if not body.startswith("search failed"):
+            return body
+        at = text.find(_SEARCH_FAILED, at + 1)
+    return None
+
+
 def _search_reasons(text: str) -> list[tuple[str, str]] | None:
-    m = _SEARCH_FAILED.search(text)
-    if not m:
+    body = _search_failed_body(text)
+    if body is None:
         return None
-    body = m.group(1)
     marks = list(_PROVIDER_PART.finditer(body))
     out = []
     for i, mark in enumerate(marks):
@@ -59,7 +69,7 @@ def _search_reasons(text: str) -> list[tuple[str, str]] | None:
 
 def _kind(error: str) -> str:
     low = error.lower()
-    if _SEARCH_FAILED.search(error) or "no web search provider" in low or "no sources" in low:
+    if _search_failed_body(error) is not None or "no web search provider" in low or "no sources" in low:
         return "search"
     if low.startswith("skipped: it depends on step"):
         return "skipped"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 from django.core.exceptions import ValidationError
@@ -10,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research import textre
 from research.agents.types import SourceRef
 from research.jobs.dispatch import enqueue_followup
 from research.jobs.events import event_emit
@@ -70,7 +70,7 @@ def report_in_registry_numbers(*, job: ResearchJob, markdown: str) -> str:
                for s in job.sources.order_by("number")]
     targets = citation_targets(markdown, sources)
 
-    def sub(match: re.Match[str]) -> str:
+    def sub(match: textre.Match) -> str:
         numbers = [targets[n].number for n in _numbers(match.group(2)) if n in targets]
         return match.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(numbers)) if numbers else ""
 

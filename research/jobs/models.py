@@ -291,6 +291,28 @@ class LLMCall(models.Model):
         return f"{self.agent} call for job {self.job_id}"
 
 
+class ReportEditCheck(models.Model):
+    """A report edit too long to check on the web thread, waiting for (or checked by) a worker.
+
+    research/jobs/services.py: report_edit hands edits over REPORT_CHECK_INLINE_CHARS here;
+    report_edit_check_run (a Celery unit) checks it and stores the new version.
+    """
+
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="edit_checks")
+    markdown = models.TextField()
+    status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
+    error = models.TextField(blank=True)
+    version = models.PositiveIntegerField(null=True, blank=True)  # the report version it became
+    created = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created"]
+
+    def __str__(self) -> str:
+        return f"Report edit check {self.pk} of job {self.job_id}"
+
+
 class FollowUp(models.Model):
     """A question asked about a finished job's report, and its cited answer."""
 

@@ -6,22 +6,23 @@ states.job_set_status (re-exported here); messages to the workers go through dis
 
 from __future__ import annotations
 
-import re
+import logging
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from research import ratelimit
+from research import ratelimit, textre
 from research.agents.depth import MAX_RUNS, DepthError, depth_clean
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import STYLES, Plan, SourceRef
 from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
-from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule
+from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
 from research.jobs.models import (
     JobStatus,
@@ -29,17 +30,20 @@ from research.jobs.models import (
     OutputRender,
     OutputStatus,
     PlanVersion,
+    ReportEditCheck,
     ReportVersion,
     ResearchJob,
     StepStatus,
 )
 from research.jobs.states import InvalidTransition, job_set_status
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "InvalidAction", "InvalidTransition", "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
-    "report_version_create",
+    "report_edit_check_run", "report_edit_submit", "report_version_create",
 ]
 
 OUTPUT_KINDS = ("md", "pdf", "pptx", "podcast")
@@ -86,7 +90,7 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     if engine not in ENGINES:
         raise ValidationError(_("Unknown engine %(engine)r; choose llm, offline or auto.") % {"engine": engine})
     locale = str(options.get("locale") or "auto")
-    if locale != "auto" and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
+    if locale != "auto" and not textre.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
         raise ValidationError(_("Locale %(locale)r is not like en-US or zh-CN.") % {"locale": locale})
     kb = options.get("kb")
     try:
@@ -333,6 +337,53 @@ def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
         if job.renders.exists():
             renders_queue(job=job)
     return version
+
+
+def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | ReportEditCheck:
+    """A report edit from a web request: checked at once up to REPORT_CHECK_INLINE_CHARS, else in a worker.
+
+    The check costs time in proportion to the text (research/textre.py keeps every pattern linear),
+    so a size budget is a time budget: an edit over it would hold the web thread, and with it every
+    other user's requests, for seconds. It is stored as a ReportEditCheck and checked by a worker;
+    the new version appears (a `report.ready` event) when that is done.
+    """
+    markdown = markdown.replace("\r\n", "\n")
+    if len(markdown) <= settings.REPORT_CHECK_INLINE_CHARS:
+        return report_edit(job=job, markdown=markdown)
+    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+        raise InvalidAction(_("Only a finished report can be edited."))
+    if not markdown.strip():
+        raise ValidationError(_("The report cannot be empty."))
+    with transaction.atomic():
+        check = ReportEditCheck.objects.create(job=job, markdown=markdown)
+        event_emit(job_id=job.pk, type="report.checking", payload={"check": check.pk, "chars": len(markdown)})
+        enqueue_report_edit_check(check.pk)
+    return check
+
+
+def report_edit_check_run(*, check_id: int) -> None:
+    """The worker's half of report_edit_submit: check the edit and store it as a new version, once."""
+    claimed = ReportEditCheck.objects.filter(pk=check_id, status=OutputStatus.PENDING).update(
+        status=OutputStatus.RUNNING)
+    if not claimed:
+        return  # a duplicate delivery, or already done
+    check = ReportEditCheck.objects.select_related("job").get(pk=check_id)
+    try:
+        version = report_edit(job=check.job, markdown=check.markdown)
+    except Exception as exc:  # recorded and shown on the job page; the edit text stays for a retry
+        if isinstance(exc, ValidationError):
+            error = " ".join(exc.messages)
+        elif isinstance(exc, InvalidAction):
+            error = str(exc)
+        else:
+            logger.exception("report edit check %s failed", check_id)
+            error = _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
+        ReportEditCheck.objects.filter(pk=check_id).update(status=OutputStatus.FAILED, error=error,
+                                                           finished_at=timezone.now())
+        event_emit(job_id=check.job_id, type="report.check_failed", payload={"check": check_id, "error": error})
+        return
+    ReportEditCheck.objects.filter(pk=check_id).update(status=OutputStatus.DONE, version=version.number,
+                                                       markdown="", finished_at=timezone.now())
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:

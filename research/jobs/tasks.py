@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from research.jobs import followups, reaper, renders, runs, stages, steps
+from research.jobs import followups, reaper, renders, runs, services, stages, steps
 
 
 @shared_task(name="research.jobs.tasks.job_advance")
@@ -41,3 +41,8 @@ def reap_stale_work() -> dict[str, int]:
 @shared_task(name="research.jobs.tasks.followup_answer")
 def followup_answer(followup_id: int) -> None:
     followups.followup_run(followup_id=followup_id)
+
+
+@shared_task(name="research.jobs.tasks.report_edit_check")
+def report_edit_check(check_id: int) -> None:
+    services.report_edit_check_run(check_id=check_id)

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -35,7 +36,7 @@ from research.jobs.forms import (
     report_markdown_problem,
 )
 from research.jobs.media import job_media, preview_dir
-from research.jobs.models import JobStatus, ResearchJob, StepStatus
+from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
 from research.jobs.search_check import search_check_latest
 from research.ratelimit import ratelimited
 from research.render.html import markdown_to_html, report_html_cached
@@ -350,18 +351,21 @@ def job_report_edit(request: HttpRequest, job_id: int) -> HttpResponse:
             form.add_error("markdown", problem)
         else:
             try:
-                services.report_edit(job=job, markdown=form.cleaned_data["markdown"])
+                saved = services.report_edit_submit(job=job, markdown=form.cleaned_data["markdown"])
             except (services.InvalidAction, ValidationError) as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, _("Saved as a new version; the outputs are being re-rendered.")
-                                 if job.renders.exists() else _("Saved as a new version."))
+                if isinstance(saved, ReportEditCheck):
+                    messages.info(request, _background_check_text(len(saved.markdown)))
+                else:
+                    messages.success(request, _("Saved as a new version; the outputs are being re-rendered.")
+                                     if job.renders.exists() else _("Saved as a new version."))
                 return redirect("job_detail", job_id=job.pk)
     versions = job.report_versions.order_by("-number")
     markdown = form.data.get("markdown", report.markdown) if form.is_bound else report.markdown
-    # An edit refused as too costly to render is not rendered for the preview either.
+    # An edit refused as too costly to render is not rendered for the preview either, nor one over the budget.
     costly = report_markdown_problem(str(markdown))
-    preview = "" if costly else markdown_to_html(str(markdown), figure_url=_figure_url(job))
+    preview = "" if costly else _preview_html(job, str(markdown))
     return render(request, "jobs/report_edit.html", {"job": job, "form": form, "versions": versions,
                                                      "current": report, "preview": preview},
                   status=400 if form.errors else 200)
@@ -377,8 +381,21 @@ def job_report_preview(request: HttpRequest, job_id: int) -> JsonResponse:
     problem = report_markdown_problem(markdown)
     if problem:
         return JsonResponse({"html": "", "problem": problem})
-    return JsonResponse({"html": str(markdown_to_html(markdown, figure_url=_figure_url(job))),
-                         "problem": _report_check(job, markdown)})
+    problem = "" if len(markdown) > settings.REPORT_CHECK_INLINE_CHARS else _report_check(job, markdown)
+    return JsonResponse({"html": str(_preview_html(job, markdown)), "problem": problem})
+
+
+def _background_check_text(chars: int) -> str:
+    return _("The edit is long (%(n)s characters), so it is being checked in the background; the new version "
+             "appears here when the check is done.") % {"n": f"{chars:,}"}
+
+
+def _preview_html(job: ResearchJob, markdown: str) -> str:
+    """The report as HTML for the editor, or a note when it is over the web thread's budget."""
+    if len(markdown) > settings.REPORT_CHECK_INLINE_CHARS:
+        note = _("No live preview for a report over %(max)s characters: saving checks it in the background.")
+        return format_html('<p class="muted">{}</p>', note % {"max": f"{settings.REPORT_CHECK_INLINE_CHARS:,}"})
+    return markdown_to_html(markdown, figure_url=_figure_url(job))
 
 
 @login_required
@@ -391,18 +408,24 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
         raise Http404("No such version")
     if request.method == "POST":
         try:
-            services.report_edit(job=job, markdown=version.markdown)
+            saved = services.report_edit_submit(job=job, markdown=version.markdown)
         except (services.InvalidAction, ValidationError) as exc:
             messages.error(request, error_text(exc))
         else:
+            if isinstance(saved, ReportEditCheck):
+                messages.info(request, _background_check_text(len(saved.markdown)))
+                return redirect("job_detail", job_id=job.pk)
             text = (_("Restored v%(n)s as a new version; the outputs are being re-rendered.") if job.renders.exists()
                     else _("Restored v%(n)s as a new version."))
             messages.success(request, text % {"n": number})
         return redirect("job_detail", job_id=job.pk)
+    # difflib is superlinear on many repeated lines (40,000 of them: ~4 s): long versions are not compared
+    # on the web thread.
+    comparable = len(version.markdown) + len(current.markdown) <= 2 * settings.REPORT_CHECK_INLINE_CHARS
     diff = selectors.report_diff(old=version.markdown, new=current.markdown, old_label=f"v{number}",
-                                 new_label=f"v{current.number}") if version.pk != current.pk else []
+                                 new_label=f"v{current.number}") if version.pk != current.pk and comparable else []
     return render(request, "jobs/report_version.html", {
-        "job": job, "version": version, "current": current, "diff": diff,
+        "job": job, "version": version, "current": current, "diff": diff, "comparable": comparable,
         "html": markdown_to_html(version.markdown, figure_url=_figure_url(job)),
     })
 

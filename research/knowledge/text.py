@@ -9,20 +9,40 @@ has no spaces between words, so it is indexed as overlapping character bigrams
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
-from research.ir import CJK_RANGES, tokenize
+from research import textre
+from research.ir import CJK_RANGES, WORD_NOT_CJK, tokenize
 
 __all__ = ["chunk_text", "is_mostly_cjk", "size_units", "term_frequencies", "tokenize"]
 
-_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_CJK_BOUNDS = [(CJK_RANGES[i], CJK_RANGES[i + 2]) for i in range(0, len(CJK_RANGES), 3)]  # "a-b" triples
+
+
+def _is_cjk(char: str) -> bool:
+    """One CJK character: compared, not matched (a regex call costs more, once per sentence)."""
+    return len(char) == 1 and any(low <= char <= high for low, high in _CJK_BOUNDS)
+
 # A "size unit" for chunking: one CJK character or one word in any other script.
-_SIZE_UNIT = re.compile(f"[{CJK_RANGES}]|(?:(?![{CJK_RANGES}])\\w)+")
-# Pieces used to hard-split an over-long sentence while keeping its spacing.
-_SPLIT_PIECE = re.compile(f"[{CJK_RANGES}]\\s*|[^\\s{CJK_RANGES}]+\\s*|\\s+")
+_SIZE_UNIT = textre.compile(f"[{CJK_RANGES}]|{WORD_NOT_CJK}+")
+# Runs of CJK characters (group 1, one unit each) or one word: a match per run, not per character.
+_UNIT_RUN = textre.compile(f"([{CJK_RANGES}]+)|{WORD_NOT_CJK}+")
+# Pieces used to hard-split an over-long sentence while keeping its spacing; a CJK run (group 1, its
+# blanks in group 2) is cut by _hard_split itself.
+_SPLIT_PIECE = textre.compile(f"([{CJK_RANGES}]+)(\\s*)|([^\\s{CJK_RANGES}]+\\s*|\\s+)")
 # Sentence ends: Latin punctuation followed by space, or CJK full-width punctuation.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？；])[”’」』）]*\s*")
+# The mark itself (one character) stays with its sentence: see _split_sentences.
+_SENTENCE_END = textre.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？；][”’」』）]*\s*")
+
+
+def _split_sentences(line: str) -> list[str]:
+    parts: list[str] = []
+    last = 0
+    for m in _SENTENCE_END.finditer(line):
+        parts.append(line[last : m.start() + 1])
+        last = m.end()
+    parts.append(line[last:])
+    return parts
 
 def term_frequencies(text: str) -> tuple[Counter[str], int]:
     """(term -> count, number of terms) for one chunk."""
@@ -30,28 +50,39 @@ def term_frequencies(text: str) -> tuple[Counter[str], int]:
     return Counter(terms), len(terms)
 
 
+def _unit_counts(text: str) -> tuple[int, int]:
+    """(CJK characters, other words) in `text`."""
+    cjk = words = 0
+    for run in _UNIT_RUN.findall(text):
+        if run:
+            cjk += len(run)
+        else:
+            words += 1
+    return cjk, words
+
+
 def size_units(text: str) -> int:
     """How long `text` is for chunking: words, with each CJK character counting as one."""
-    return len(_SIZE_UNIT.findall(text))
+    return sum(_unit_counts(text))
 
 
 def is_mostly_cjk(text: str) -> bool:
-    units = _SIZE_UNIT.findall(text)
-    return bool(units) and sum(1 for u in units if _CJK_CHAR.fullmatch(u)) * 2 > len(units)
+    cjk, words = _unit_counts(text)
+    return cjk * 2 > cjk + words
 
 
 def _sentences(text: str) -> list[tuple[str, str]]:
     """Split into (sentence, separator-after-it) pairs; paragraph breaks become "\\n\\n"."""
     out: list[tuple[str, str]] = []
-    for paragraph in re.split(r"\n\s*\n", text):
+    for paragraph in textre.split(r"\n\s*\n", text):
         lines = [line.strip() for line in paragraph.split("\n")]
         lines = [line for line in lines if line]
         for li, line in enumerate(lines):
-            parts = [p.strip() for p in _SENTENCE_END.split(line)]
+            parts = [p.strip() for p in _split_sentences(line)]
             parts = [p for p in parts if p]
             for pi, part in enumerate(parts):
                 if pi < len(parts) - 1:
-                    sep = "" if _CJK_CHAR.match(part[-1:]) or _CJK_CHAR.match(parts[pi + 1][:1]) else " "
+                    sep = "" if _is_cjk(part[-1:]) or _is_cjk(parts[pi + 1][:1]) else " "
                 elif li < len(lines) - 1:
                     sep = "\n"
                 else:
@@ -60,21 +91,47 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _hard_split(sentence: str, max_size: int) -> list[str]:
-    """Cut a sentence longer than `max_size` units into pieces of at most `max_size` units."""
-    pieces: list[str] = []
+def _word_runs(piece: str) -> int:
+    """size_units of a piece without CJK characters, counted in Python (a regex call per word costs more)."""
+    runs, inside = 0, False
+    for c in piece:
+        word = c.isalnum() or c == "_"
+        runs += word and not inside
+        inside = word
+    return runs
+
+
+def _hard_split(sentence: str, max_size: int) -> list[tuple[str, int]]:
+    """Cut a sentence longer than `max_size` units into pieces of at most `max_size` units: (piece, its size)."""
+    pieces: list[tuple[str, int]] = []
     current: list[str] = []
-    units = 0
-    for piece in _SPLIT_PIECE.findall(sentence):
-        weight = 1 if _SIZE_UNIT.search(piece) else 0
+    units = size = 0  # units: what the cut counts (a word is one); size: size_units of the piece
+    for run, blanks, piece in _SPLIT_PIECE.findall(sentence):
+        if run:  # one unit per character, cut where the piece is full
+            at = 0
+            while at < len(run):
+                if units + 1 > max_size and current:
+                    pieces.append(("".join(current).strip(), size))
+                    current, units, size = [], 0, 0
+                take = max(1, min(len(run) - at, max_size - units))
+                current.append(run[at : at + take])
+                units += take
+                size += take
+                at += take
+            current.append(blanks)
+            continue
+        # A word counts if it has a letter, digit or "_" (\w; the piece holds no CJK character).
+        runs = _word_runs(piece)
+        weight = 1 if runs else 0
         if units + weight > max_size and current:
-            pieces.append("".join(current).strip())
-            current, units = [], 0
+            pieces.append(("".join(current).strip(), size))
+            current, units, size = [], 0, 0
         current.append(piece)
         units += weight
+        size += runs
     if current:
-        pieces.append("".join(current).strip())
-    return [p for p in pieces if p]
+        pieces.append(("".join(current).strip(), size))
+    return [(p, n) for p, n in pieces if p]
 
 
 def chunk_text(text: str, *, target: int = 300, max_size: int = 400, overlap: int = 40) -> list[str]:
@@ -87,13 +144,14 @@ def chunk_text(text: str, *, target: int = 300, max_size: int = 400, overlap: in
     """
     units: list[tuple[str, str, int]] = []
     for sentence, sep in _sentences(text):
-        size = size_units(sentence)
+        cjk, words = _unit_counts(sentence)
+        size = cjk + words
         if size > max_size:
             # Overlap-sized pieces, so run-on text still gets overlapping windows.
             pieces = _hard_split(sentence, min(max_size, max(overlap, 1)))
-            joiner = "" if is_mostly_cjk(sentence) else " "
-            for i, piece in enumerate(pieces):
-                units.append((piece, sep if i == len(pieces) - 1 else joiner, size_units(piece)))
+            joiner = "" if cjk * 2 > size else " "  # is_mostly_cjk(sentence)
+            for i, (piece, piece_size) in enumerate(pieces):
+                units.append((piece, sep if i == len(pieces) - 1 else joiner, piece_size))
         elif size:
             units.append((sentence, sep, size))
         elif units:

@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import random
-import re
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ import httpx
 import json_repair
 from pydantic import BaseModel, ValidationError
 
+from research import textre
 from research.llm.profiles import Profile, get_profile
 from research.llm.tokens import estimate_tokens, truncate_middle
 from research.tls import tls_context
@@ -126,15 +126,15 @@ class _Retryable(Exception):
 
 # --------------------------------------------------------------------------- text parsing
 
-_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
-_CODE_BLOCK = re.compile(r"<code>(.*?)</code>", re.DOTALL)
-_ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.DOTALL)
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_CONTEXT_ERROR = re.compile(
+_THINK_BLOCK = textre.compile(r"<think>(.*?)</think>", textre.DOTALL)
+_TOOL_CALL_BLOCK = textre.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", textre.DOTALL)
+_CODE_BLOCK = textre.compile(r"<code>(.*?)</code>", textre.DOTALL)
+_ANSWER_BLOCK = textre.compile(r"<answer>(.*?)(?:</answer>|\Z)", textre.DOTALL)
+_FENCE = textre.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", textre.DOTALL)
+_CONTEXT_ERROR = textre.compile(
     r"maximum context length|context[ _-]length|context window|max_model_len|prompt is too long"
     r"|too many (?:input )?tokens|exceeds? the (?:model'?s? )?(?:maximum|max|context)",
-    re.IGNORECASE,
+    textre.IGNORECASE,
 )
 
 
@@ -154,7 +154,7 @@ def split_reasoning(text: str) -> tuple[str, str]:
         reasoning.append(text[:end])
         text = text[end + len("</think>") :]
 
-    def _take(m: re.Match[str]) -> str:
+    def _take(m: textre.Match) -> str:
         reasoning.append(m.group(1))
         return ""
 
@@ -288,7 +288,7 @@ def parse_tool_call_tags(text: str) -> tuple[str, list[ToolCall]]:
     """
     calls: list[ToolCall] = []
 
-    def _take(m: re.Match[str]) -> str:
+    def _take(m: textre.Match) -> str:
         body = m.group(1)
         code = _CODE_BLOCK.search(body)
         if code:
@@ -526,7 +526,7 @@ class LLMClient:
         self._window = int(context_window) if context_window and context_window > 0 else 0
         self.context_window_source = "LLM_CONTEXT_WINDOW" if self._window else ""
         # Qwen3 "Instruct-2507" models never think, so their streams need no holdback.
-        if re.search(r"instruct-2507", self.model, re.IGNORECASE):
+        if textre.search(r"instruct-2507", self.model, textre.IGNORECASE):
             self.think_holdback = 0
         self._calibration = 1.0  # grows when the server says our estimates were low
         self._speed = ServerSpeed()
@@ -591,7 +591,7 @@ class LLMClient:
         return DEFAULT_CONTEXT_WINDOW, "safe default (the server does not say; set LLM_CONTEXT_WINDOW)"
 
     def _server_root(self) -> str:
-        return re.sub(r"/v1$", "", self.base_url)
+        return textre.sub(r"/v1$", "", self.base_url)
 
     def _window_from_props(self) -> tuple[int, str] | None:
         """llama.cpp's own server: ``GET /props`` → default_generation_settings.n_ctx."""
@@ -614,7 +614,7 @@ class LLMClient:
         if resp.status_code != 200:
             return None
         data = resp.json()
-        m = re.search(r"^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""), re.MULTILINE)
+        m = textre.search(r"^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""), textre.MULTILINE)
         if m and int(m.group(1)) > 0:
             return int(m.group(1)), "server /api/show num_ctx"
         for key, value in (data.get("model_info") or {}).items():
@@ -627,7 +627,7 @@ class LLMClient:
         2048"; vLLM: "maximum context length is 4096") corrects a guessed window."""
         if self.context_window_source == "LLM_CONTEXT_WINDOW":
             return False
-        m = re.search(r"context window of (\d+)|maximum context length is (\d+)", message)
+        m = textre.search(r"context window of (\d+)|maximum context length is (\d+)", message)
         if not m:
             return False
         value = int(m.group(1) or m.group(2))
@@ -749,7 +749,7 @@ class LLMClient:
             r"prompt \((\d+) tokens\)",
             r"has (\d+) tokens",
         ):
-            m = re.search(pattern, message)
+            m = textre.search(pattern, message)
             if m:
                 real = int(m.group(1))
                 break
@@ -1266,7 +1266,7 @@ def one_line(text: str, limit: int = 400) -> str:
         text = f"{head}: {tail[-1]}" if head else tail[-1]
     else:
         # llama-cpp-python appends the failing frame ('  File "…/app.py", line 376, …') to its message.
-        text = re.split(r"\n\s*File \"", text, maxsplit=1)[0]
+        text = textre.split(r"\n\s*File \"", text, maxsplit=1)[0]
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -1412,9 +1412,9 @@ def _with_schema_hint(messages: list[dict[str, Any]], schema: dict[str, Any]) ->
     return [*messages[:-1], {**last, "content": text if "JSON schema:" in text else text + hint}]
 
 
-_FORMAT_ERROR = re.compile(
+_FORMAT_ERROR = textre.compile(
     r"response_format|response format|json_schema|json_object|guided|grammar|schema|structured output",
-    re.IGNORECASE,
+    textre.IGNORECASE,
 )
 
 

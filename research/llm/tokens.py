@@ -8,13 +8,14 @@ little context, an underestimate makes vLLM reject the request.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
+
+from research import textre
 
 # Han, kana, hangul and full-width forms: BPE vocabularies of Qwen-class models spend
 # about one token per character on these (often less), so count one each.
-_WIDE = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
-_ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
+_WIDE = textre.compile(r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+_ASCII_PUNCT = textre.compile(r"[!-/:-@\[-`{-~]")
 
 
 def estimate_tokens(text: str) -> int:

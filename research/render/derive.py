@@ -9,9 +9,9 @@ here is extractive: it reorganizes the report's sentences, it never invents cont
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
+from research import textre
 from research.agents.citations import find_citation_markers
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
 from research.render.document import ReportDocument, Section, Sentence, is_aside, parse_report
@@ -64,11 +64,12 @@ def shorten(text: str, limit: int = MAX_BULLET_CHARS) -> str:
         text = cut.rstrip(" ,;:，；：") + "…"
     if not tail:
         return text
-    return f"{text}{tail}" if re.search(r"[\u3400-\u9fff。！？…]$", text) and not text.isascii() else f"{text} {tail}"
+    glued = textre.search(r"[\u3400-\u9fff。！？…]$", text) and not text.isascii()
+    return f"{text}{tail}" if glued else f"{text} {tail}"
 
 
 def _key(sentence: Sentence) -> str:
-    return re.sub(r"\W+", "", sentence.text.lower())
+    return textre.sub(r"\W+", "", sentence.text.lower())
 
 
 def _dedupe(doc: ReportDocument) -> list[tuple[Section, list[Sentence]]]:
@@ -147,7 +148,7 @@ def _join(parts: list[str]) -> str:
     out = ""
     for part in parts:
         part = part.strip()
-        if out and part and not re.search(r"[。！？；：，]$|[。！？](?:\[\d+\])+$", out):
+        if out and part and not textre.search(r"[。！？；：，]$|[。！？](?:\[\d+\])+$", out):
             out += " "
         out += part
     return out
@@ -290,30 +291,35 @@ _TRANSITIONS_ZH = (
 _LAST_EN = "Finally, let's talk about {t}."
 _OPENING_EN = "Let's start with the big picture."
 _OPENING_ZH = "我们先看整体情况。"
-_SUMMARY_TITLES = re.compile(r"^(?:summary|executive summary|key findings|overview|introduction|abstract|"
-                             r"摘要|概述|概要|主要发现|核心发现|要点|引言)$", re.I)  # fmt: skip
+_SUMMARY_TITLES = textre.compile(r"^(?:summary|executive summary|key findings|overview|introduction|abstract|"
+                             r"摘要|概述|概要|主要发现|核心发现|要点|引言)$", textre.I)  # fmt: skip
 _LAST_ZH = "最后，我们来看“{t}”。"
 # Lead-ins for a content sentence; each used at most once, after that the sentence stands alone.
 _LEADS_EN = ("Right, and ", "On top of that, ", "Also worth noting: ", "And here's a detail: ", "Meanwhile, ",
              "At the same time, ", "One more point: ", "Add to that: ")  # fmt: skip
 _LEADS_ZH = ("对，而且", "此外，", "还有一点值得注意：", "另外，", "与此同时，", "再补充一点：", "同样重要的是，")
-_AFTER_LEAD_LOWER = re.compile(r"^(?:A|An|The|In|On|At|By|For|Most|Some|Many|Analysts|Because|This|These|Its)\b")
+_AFTER_LEAD_LOWER = textre.compile(r"^(?:A|An|The|In|On|At|By|For|Most|Some|Many|Analysts|Because|This|These|Its)\b")
+
+
+# RE2 has no lookaround: the context is matched as a group and put back.
+_CITE_MARK = textre.compile(r"(!?)\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](\(?)")  # not an image, not a link
+_ZH_STOP = textre.compile(r"。[.。]+|([\u3400-\u9fff])\.(\s|$)")  # 。。 / 中文. -> 。
 
 
 def tidy_line(text: str, zh: bool) -> str:
     """Spoken text: no markers or Markdown, one final punctuation mark ("？。" → "？"), no doubled marks."""
-    text = re.sub(r"(?<!!)\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](?!\()", "", text)
-    text = re.sub(r"[*_`#>]+", "", text)
-    text = re.sub(r"https?://\S+", "", text)
-    text = re.sub(r"\s+", " ", text).strip()
-    text = re.sub(r"\s+([,.;:!?，。；：！？、])", r"\1", text)
-    text = re.sub(r"([？?！!])[。.]+", r"\1", text)
-    text = re.sub(r"。[.。]+|(?<=[\u3400-\u9fff])\.(?=\s|$)", "。", text)
-    text = re.sub(r"(?<!\.)\.\.(?!\.)", ".", text)
-    text = re.sub(r"([,，;；:：])[。.]", "。" if zh else ".", text)
+    text = _CITE_MARK.sub(lambda m: m.group(0) if m.group(1) or m.group(2) else "", text)
+    text = textre.sub(r"[*_`#>]+", "", text)
+    text = textre.sub(r"https?://\S+", "", text)
+    text = textre.sub(r"\s+", " ", text).strip()
+    text = textre.sub(r"\s+([,.;:!?，。；：！？、])", r"\1", text)
+    text = textre.sub(r"([？?！!])[。.]+", r"\1", text)
+    text = _ZH_STOP.sub(lambda m: m.group(1) + "。" + m.group(2) if m.group(1) else "。", text)
+    text = textre.sub(r"\.+", lambda m: "." if len(m.group(0)) == 2 else m.group(0), text)  # ".." only
+    text = textre.sub(r"([,，;；:：])[。.]", "。" if zh else ".", text)
     text = text.rstrip(",;:，；：、 ")
     if text and text[-1] not in ".!?。！？…\"”'’)）":
-        text += "。" if zh or re.search(r"[\u3400-\u9fff]$", text) else "."
+        text += "。" if zh or textre.search(r"[\u3400-\u9fff]$", text) else "."
     return text
 
 
@@ -368,7 +374,7 @@ def podcast_script(doc: ReportDocument, *, max_sentences: int = PODCAST_SENTENCE
         say("guest", _t(zh, "Glad to be here. Let's get into it.", "很高兴来到节目，我们直接开始吧。"), intro)
     sections = [(s, sentences) for s, sentences in sections if sentences]
 
-    lower_words = {w for s in doc.sentences() for w in re.findall(r"(?<=\s)[a-z][a-z-]+", s.text)}
+    lower_words = {w for s in doc.sentences() for w in textre.findall(r"\s([a-z][a-z-]+)", s.text)}
     transitions = list(_TRANSITIONS_ZH if zh else _TRANSITIONS_EN)
     leads = list(_LEADS_ZH if zh else _LEADS_EN)
     for number, (section, sentences) in enumerate(sections):
@@ -419,8 +425,8 @@ class ScriptProblem(ValueError):
     """A podcast script that cannot be repaired into something worth speaking."""
 
 
-_STOCK = re.compile(r"^(?:interesting|right|ok(?:ay)?|great|i see|wow|很有意思|好的|明白了|原来如此)[.!。！,，]?\s*"
-                    r"(?:what else\??|还有呢？?)?$", re.I)  # fmt: skip
+_STOCK = textre.compile(r"^(?:interesting|right|ok(?:ay)?|great|i see|wow|很有意思|好的|明白了|原来如此)[.!。！,，]?\s*"
+                    r"(?:what else\??|还有呢？?)?$", textre.I)  # fmt: skip
 
 
 def repair_script(script: PodcastScript, doc: ReportDocument | None = None) -> PodcastScript:
@@ -428,16 +434,16 @@ def repair_script(script: PodcastScript, doc: ReportDocument | None = None) -> P
     disclaimers or reference lists, no repeated or stock filler lines, speakers taking turns, every
     line in a chapter. Raises `ScriptProblem` when too little is left."""
     zh = _is_zh(script.locale)
-    references = {re.sub(r"\W+", "", r.title.lower()) for r in doc.references} if doc else set()
+    references = {textre.sub(r"\W+", "", r.title.lower()) for r in doc.references} if doc else set()
     lines: list[PodcastLine] = []
     seen: set[str] = set()
     section = ""
     for line in script.lines:
         text = tidy_line(line.text, zh)
-        key = re.sub(r"\W+", "", text.lower())
+        key = textre.sub(r"\W+", "", text.lower())
         if not key or key in seen or is_aside(text) or _STOCK.match(text) or key in references:
             continue
-        if re.search(r"(?:^|\s)(?:references?|参考文献)\s*[:：]", text, re.I):
+        if textre.search(r"(?:^|\s)(?:references?|参考文献)\s*[:：]", text, textre.I):
             continue
         seen.add(key)
         section = (line.section or section or _t(zh, "Introduction", "开场")).strip()
@@ -456,13 +462,13 @@ def script_problems(script: PodcastScript) -> list[str]:
     problems: list[str] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(script.lines, start=1):
-        key = re.sub(r"\W+", "", line.text.lower())
+        key = textre.sub(r"\W+", "", line.text.lower())
         if key in seen:
             problems.append(f"line {number} repeats line {seen[key]}: {line.text[:60]!r}")
         seen.setdefault(key, number)
         if is_aside(line.text) or _STOCK.match(line.text):
             problems.append(f"line {number} is filler: {line.text[:60]!r}")
-        if re.search(r"[？?！!。.][。.](?!\.)|[，,][。.]|\[\d+\]|https?://", line.text):
+        if textre.search(r"[？?！!。.][。.](?:[^.]|$)|[，,][。.]|\[\d+\]|https?://", line.text):
             problems.append(f"line {number} has bad punctuation or markup: {line.text[:60]!r}")
         if line.text[-1:] not in ".!?。！？…\"”'’)）":
             problems.append(f"line {number} does not end a sentence: {line.text[-30:]!r}")

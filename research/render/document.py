@@ -11,13 +11,13 @@ final punctuation ("… packs. [3]", "…瓶颈。[2]") belong to that sentence,
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from research import textre
 from research.agents.citations import find_citation_markers
 from research.agents.text import detect_locale
 from research.render.html import is_reference_heading, safe_figure_name
@@ -30,16 +30,22 @@ _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs al approx est dept "
     "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.u p.m a.m ph.d".split()
 )
-_INITIALS = re.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.,%$-]*")
+_INITIALS = textre.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
+_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_BLANK_RUN = textre.compile(r"\s+")
+
+
+def _cjk_or(char: str, marks: str) -> bool:
+    return bool(char) and ("\u3400" <= char <= "\u9fff" or char in marks)
+
+_LATIN_WORD = textre.compile(r"[A-Za-z0-9][A-Za-z0-9'’.,%$-]*")
 _HIDDEN_TAGS = frozenset({"script", "style", "iframe", "object", "embed", "svg", "math", "template", "noscript"})
 # Sentences about the report rather than about the topic (engine notes, empty-section fillers).
-_ASIDE = re.compile(
+_ASIDE = textre.compile(
     r"produced by the offline engine|without a language model|already (?:appear|listed|shown)|"
     r"no (?:relevant )?sentences? (?:were|was) found|nothing (?:relevant )?(?:was )?found for this step|"
     r"离线引擎|未使用语言模型|已在上文|本步骤未找到|没有找到相关",
-    re.I,
+    textre.I,
 )
 
 
@@ -169,10 +175,17 @@ def _is_abbreviation(text: str, start: int, dot: int) -> bool:
 
 
 def _clean(text: str) -> str:
-    text = re.sub(r"\s+", " ", text.replace(_SENTINEL, " ")).strip()
+    text = textre.sub(r"\s+", " ", text.replace(_SENTINEL, " ")).strip()
     # A marker removed before punctuation leaves "world ." behind.
-    text = re.sub(r"\s+([,.;:!?，。；：！？、）)])", r"\1", text)
-    return re.sub(r"(?<=[\u3400-\u9fff，。；：！？、）])\s+(?=[\u3400-\u9fff，。；：！？、（])", "", text)
+    text = textre.sub(r"\s+([,.;:!?，。；：！？、）)])", r"\1", text)
+
+    def join(m: textre.Match) -> str:  # no blank between Chinese characters (RE2: no lookaround)
+        start, end = m.start(), m.end()
+        if start and _cjk_or(text[start - 1], "，。；：！？、）") and _cjk_or(text[end : end + 1], "，。；：！？、（"):
+            return ""
+        return m.group(0)
+
+    return _BLANK_RUN.sub(join, text)
 
 
 def split_marked_text(text: str, markers: list[tuple[int, ...]]) -> list[Sentence]:
@@ -220,7 +233,7 @@ def split_marked_text(text: str, markers: list[tuple[int, ...]]) -> list[Sentenc
             numbers.extend(x for x in group if x not in numbers)
         used += count
         clean = _clean(piece)
-        if clean and re.search(r"\w", clean):
+        if clean and textre.search(r"\w", clean):
             sentences.append(Sentence(clean, tuple(numbers)))
         elif numbers and sentences:  # a stray marker on its own: it cites the sentence before it
             last = sentences[-1]
@@ -251,7 +264,7 @@ def _read_inline(token: Token) -> _Inline:
     for child in token.children or []:
         kind = child.type
         if kind == "html_inline":
-            tag = re.match(r"<(/?)([A-Za-z]+)", child.content)
+            tag = textre.match(r"<(/?)([A-Za-z]+)", child.content)
             if tag and tag.group(2).lower() in _HIDDEN_TAGS:
                 hidden = "" if tag.group(1) else tag.group(2).lower()
             continue
@@ -308,7 +321,7 @@ def _parser() -> MarkdownIt:
 
 def _reference(text_token: Token) -> Reference | None:
     """`[n] [Title](url)` or `[n] Title (knowledge base)` from a reference list item."""
-    match = re.match(r"\s*\[(\d{1,4})\]\s*", text_token.content)
+    match = textre.match(r"\s*\[(\d{1,4})\]\s*", text_token.content)
     if not match:
         return None
     title, url = "", ""
@@ -320,7 +333,7 @@ def _reference(text_token: Token) -> Reference | None:
             break
     if not title:
         title = text_token.content[match.end() :].strip()
-    return Reference(int(match.group(1)), re.sub(r"\s+", " ", title), url)
+    return Reference(int(match.group(1)), textre.sub(r"\s+", " ", title), url)
 
 
 def parse_report(md: str, *, locale: str | None = None) -> ReportDocument:

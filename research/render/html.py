@@ -12,7 +12,6 @@ whatever the renderer produced.
 from __future__ import annotations
 
 import html as html_lib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -24,8 +23,10 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
+from research import textre
+
 # `[3]`, `[3, 7]`, `[3，7]` (full-width comma in Chinese text).
-CITATION_RE = re.compile(r"\[(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\]")
+CITATION_RE = textre.compile(r"\[(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\]")
 REFERENCE_HEADINGS = frozenset(
     {
         "references",
@@ -41,14 +42,14 @@ REFERENCE_HEADINGS = frozenset(
     }
 )
 # A figure name is one path component with an image extension: no directories, no "..", no scheme.
-_FIGURE_NAME_RE = re.compile(r"^[\w][\w.\- ]{0,150}\.(?:png|jpe?g|gif|webp)$", re.IGNORECASE)
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are cut in _heading_text (no backtracking)
-_FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_FIGURE_NAME_RE = textre.compile(r"^[\w][\w.\- ]{0,150}\.(?:png|jpe?g|gif|webp)$", textre.IGNORECASE)
+_HEADING_RE = textre.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are cut in _heading_text (no backtracking)
+_FENCE_RE = textre.compile(r"^\s{0,3}(`{3,}|~{3,})")
 # Raw HTML written in a report (or smuggled in as entities, which markdown-it decodes to text):
 # tags are removed from the visible text and these elements lose their content as well.
 # Scanned by hand with str.find (see _raw_tags), never with a backtracking pattern: report text
 # is up to 500k characters and the scan runs on the web server.
-_TAG_NAME_RE = re.compile(r"<(/?)([A-Za-z][\w:-]*+)")  # possessive: nothing to backtrack into
+_TAG_NAME_RE = textre.compile(r"<(/?)([A-Za-z][\w:-]*)")
 _DROP_CONTENT = frozenset(
     {"script", "style", "iframe", "object", "embed", "svg", "math", "template", "noscript", "textarea"}
 )
@@ -79,8 +80,8 @@ ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 # Values our renderer emits for id/class; anything else is dropped by the attribute filter.
 _ATTR_VALUE_RE = {
-    "id": re.compile(r"^(?:fu\d{1,5}-)?(?:ref|sec)-\d{1,5}$"),
-    "class": re.compile(r"^(?:cite|references|align-(?:left|center|right)|language-[\w+#.-]{1,40})$"),
+    "id": textre.compile(r"^(?:fu\d{1,5}-)?(?:ref|sec)-\d{1,5}$"),
+    "class": textre.compile(r"^(?:cite|references|align-(?:left|center|right)|language-[\w+#.-]{1,40})$"),
 }
 
 
@@ -250,7 +251,7 @@ def _split_citations(content: str, level: int, prefix: str = "") -> list[Token]:
     for match in CITATION_RE.finditer(content):
         if match.start() > pos:
             out.append(_text_token(content[pos : match.start()], level))
-        for number in re.split(r"[,，]", match.group(1)):
+        for number in textre.split(r"[,，]", match.group(1)):
             link = Token("link_open", "a", 1, level=level)
             link.attrs = {"class": "cite", "href": f"#{prefix}ref-{int(number)}"}
             out += [link, _text_token(f"[{int(number)}]", level + 1), Token("link_close", "a", -1, level=level)]
@@ -295,7 +296,7 @@ def _citations_rule(state: StateCore) -> None:
             # `- [n] [Title](url)`: find the item's first inline token.
             for follower in tokens[index + 1 : index + 4]:
                 if follower.type == "inline":
-                    match = re.match(r"\s*\[(\d{1,4})\]", follower.content)
+                    match = textre.match(r"\s*\[(\d{1,4})\]", follower.content)
                     if match:
                         token.attrSet("id", f"{prefix}ref-{int(match.group(1))}")
                     break
@@ -415,7 +416,7 @@ def _iter_lines_outside_fences(md: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _heading_text(match: re.Match[str]) -> str:
+def _heading_text(match: textre.Match) -> str:
     """A heading's text without an optional closing sequence (`## Title ##`)."""
     text = match.group(2).strip()
     bare = text.rstrip("#")
@@ -462,7 +463,7 @@ def markdown_sections(md: str) -> list[Section]:
 
 def strip_citations(text: str) -> str:
     text = CITATION_RE.sub("", text)
-    return re.sub(r"\s+([,.;:!?，。；：！？])", r"\1", text).strip()
+    return textre.sub(r"\s+([,.;:!?，。；：！？])", r"\1", text).strip()
 
 
 _INLINE_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough"])

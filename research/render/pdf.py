@@ -11,11 +11,12 @@ import datetime as dt
 import html as html_lib
 import logging
 import mimetypes
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 from urllib.request import url2pathname
+
+from research import textre
 
 # WeasyPrint logs every layout step at INFO (even at import); keep warnings and errors only.
 logging.getLogger("weasyprint.progress").setLevel(logging.WARNING)
@@ -30,8 +31,9 @@ from research.render.html import markdown_to_html, strip_citations  # noqa: E402
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FIGURE_BYTES = 20 * 1024 * 1024
 MAX_DATA_URL_BYTES = 256 * 1024
-_DATA_IMAGE_RE = re.compile(r"^data:image/(png|jpeg|gif);base64,([A-Za-z0-9+/=\s]+)$")
-_TOC_HEADING_RE = re.compile(r'<h([23]) id="(sec-\d+)">(.*?)</h\1>', re.DOTALL)
+_DATA_IMAGE_RE = textre.compile(r"^data:image/(png|jpeg|gif);base64,([A-Za-z0-9+/=\s]+)$")
+# Our own h2/h3 (sanitized: no heading inside a heading), so any closing h2/h3 ends it (RE2: no \1).
+_TOC_HEADING_RE = textre.compile(r'<h([23]) id="(sec-\d+)">(.*?)</h[23]>', textre.DOTALL)
 
 # The fonts the PDF is set in, named exactly and installed by scripts/sysdeps.sh (fonts-dejavu-core,
 # fonts-dejavu-extra for true italics, fonts-noto-cjk): no fallback to whatever else a machine has, so
@@ -159,7 +161,7 @@ def _strip_title_line(markdown: str) -> str:
     for index, line in enumerate(lines):
         if not line.strip():
             continue
-        if re.match(r"^#\s+\S", line):
+        if textre.match(r"^#\s+\S", line):
             return "\n".join(lines[index + 1 :])
         break
     return markdown
@@ -168,7 +170,7 @@ def _strip_title_line(markdown: str) -> str:
 def _toc(body_html: str, locale: str) -> str:
     items = []
     for level, anchor, inner in _TOC_HEADING_RE.findall(body_html):
-        text = strip_citations(html_lib.unescape(re.sub(r"<[^>]+>", "", inner))).strip()
+        text = strip_citations(html_lib.unescape(textre.sub(r"<[^>]+>", "", inner))).strip()
         if text:
             items.append(f'<li class="l{level}"><a href="#{anchor}">{html_lib.escape(text)}</a></li>')
     if not items:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import array
 import json
 import math
-import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from mutagen.id3 import CHAP, CTOC, ID3, TIT2, TLAN, TPE1, CTOCFlags
 
+from research import textre
 from research.agents.text import is_chinese
 from research.agents.types import PodcastScript
 from research.render.tts import TTSBackend, TTSError, choose_backend, speech_segments
@@ -78,13 +78,13 @@ def pauses(script: PodcastScript) -> list[float]:
 
 
 def _line_seconds(text: str, zh: bool, wpm: float | None, cps: float | None) -> float:
-    cjk = len(re.findall(r"[\u3400-\u9fff\uf900-\ufaff]", text))
-    latin_words = re.findall(r"[A-Za-z][A-Za-z'’-]*", text)
-    digits = len(re.findall(r"\d", text))
+    cjk = len(textre.findall(r"[\u3400-\u9fff\uf900-\ufaff]", text))
+    latin_words = textre.findall(r"[A-Za-z][A-Za-z'’-]*", text)
+    digits = len(textre.findall(r"\d", text))
     if zh or cjk > len(latin_words):
         if cps:
             return (cjk + digits) / cps + len(latin_words) * 0.4
-        punct = len(re.findall(r"[。！？；：，、.!?;:,]", text))
+        punct = len(textre.findall(r"[。！？；：，、.!?;:,]", text))
         letters = sum(len(w) for w in latin_words)
         return (
             cjk * _ZH_RATE["char"]
@@ -94,12 +94,12 @@ def _line_seconds(text: str, zh: bool, wpm: float | None, cps: float | None) -> 
             + len(latin_words) * _EN_RATE["word"]
         )
     if wpm:
-        return (len(latin_words) + len(re.findall(r"\d+", text))) / wpm * 60.0
+        return (len(latin_words) + len(textre.findall(r"\d+", text))) / wpm * 60.0
     return (
         sum(len(w) for w in latin_words) * _EN_RATE["letter"]
         + digits * _EN_RATE["digit"]
-        + len(re.findall(r"[.!?;:,]", text)) * _EN_RATE["punct"]
-        + (len(latin_words) + len(re.findall(r"\d+", text))) * _EN_RATE["word"]
+        + len(textre.findall(r"[.!?;:,]", text)) * _EN_RATE["punct"]
+        + (len(latin_words) + len(textre.findall(r"\d+", text))) * _EN_RATE["word"]
     )
 
 
@@ -213,8 +213,8 @@ def _probe_duration(path: Path) -> float:
 def _volume(path: Path) -> tuple[float, float]:
     """(mean, max) volume in dB from ffmpeg's volumedetect."""
     proc = _ffmpeg(["-i", str(path), "-af", "volumedetect", "-f", "null", "-"])
-    mean = re.search(r"mean_volume:\s*(-?[\d.]+|-inf) dB", proc.stderr)
-    peak = re.search(r"max_volume:\s*(-?[\d.]+|-inf) dB", proc.stderr)
+    mean = textre.search(r"mean_volume:\s*(-?[\d.]+|-inf) dB", proc.stderr)
+    peak = textre.search(r"max_volume:\s*(-?[\d.]+|-inf) dB", proc.stderr)
     if not mean or not peak:
         raise PodcastError(f"could not measure the volume of {path.name}")
     return float(mean.group(1)), float(peak.group(1))

@@ -7,7 +7,6 @@ join lines the same way whatever produced them.
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import socket
 import subprocess
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from research import textre
 from research.agents.text import is_chinese
 
 EDGE_HOST = "speech.platform.bing.com"
@@ -160,9 +160,9 @@ def edge_reachable(timeout: float = 2.0) -> bool:
 
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_HAN}][\u3000-\u303f{_HAN}\uff00-\uffef\\d.%]*")
+_CJK_RUN = textre.compile(f"[{_HAN}][\u3000-\u303f{_HAN}\uff00-\uffef\\d.%]*")
 # A run of at least three Latin words inside Chinese text is English speech ("LCOE" or "BYD" alone is not).
-_LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[\s,;:$%.\d\-]+[A-Za-z][A-Za-z'’\-]*){2,}[.!?]?")
+_LATIN_RUN = textre.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[\s,;:$%.\d\-]+[A-Za-z][A-Za-z'’\-]*){2,}[.!?]?")
 
 
 def speech_segments(text: str, locale: str) -> list[tuple[str, str]]:
@@ -190,7 +190,7 @@ def speech_segments(text: str, locale: str) -> list[tuple[str, str]]:
             pieces.append((body[pos:], zh_locale if zh else en_locale))
     merged: list[tuple[str, str]] = []
     for piece, lang in pieces:
-        if not re.search(r"\w", piece):  # bare punctuation stays with what it follows
+        if not textre.search(r"\w", piece):  # bare punctuation stays with what it follows
             if merged:
                 merged[-1] = (merged[-1][0] + piece, merged[-1][1])
             continue

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import io
 import ipaddress
-import re
 import socket
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from research import textre
 from research.tls import tls_context
 from research.tools.config import setting
 
@@ -294,7 +294,7 @@ def _to_page(url: str, content_type_header: str, body: bytes, status: int) -> Pa
 
 
 def _charset(params: str) -> str | None:
-    m = re.search(r"charset\s*=\s*\"?([\w.:-]+)", params, re.I)
+    m = textre.search(r"charset\s*=\s*\"?([\w.:-]+)", params, textre.I)
     return m.group(1) if m else None
 
 

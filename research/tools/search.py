@@ -13,7 +13,6 @@ and tests can add or replace one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 from billiard.exceptions import SoftTimeLimitExceeded
 
+from research import textre
 from research.agents.types import SearchHit
 from research.tls import tls_context
 from research.tools.config import setting
@@ -29,7 +29,7 @@ from research.tools.config import setting
 KNOWLEDGE = "knowledge"
 DEFAULT_PROVIDER_TIMEOUT_S = 15.0
 TAVILY_API_URL = "https://api.tavily.com/search"
-_CJK = re.compile(r"[\u4e00-\u9fff]")
+_CJK = textre.compile(r"[\u4e00-\u9fff]")
 _TRACKING_PARAMS = {"fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"}
 
 

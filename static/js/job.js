@@ -27,7 +27,7 @@
     "run.failed", "report.ready",
     "artifact.ready",
     "artifact.failed", "job.done", "job.failed", "search.checked", "followup.asked", "followup.done",
-    "followup.failed",
+    "followup.failed", "report.check_failed",
   ]);
 
   // Labels come translated from the server (#job[data-i18n], see jobs/_timeline_i18n.html); English otherwise.
@@ -48,6 +48,8 @@
     step_failed: "“{title}” failed", step_cancelled: "“{title}” was cancelled",
     step_requeued: "“{title}” will run again: {reason}",
     report_started: "Writing the report", report_ready: "The report is ready (v{version})",
+    report_checking: "Checking the edited report in the background ({chars} characters)",
+    report_check_failed: "The edited report could not be saved: {error}",
     artifact_started: "Making the {kind}", artifact_ready: "File ready: {name}",
     artifact_failed: "The {kind} could not be made", job_failed: "The job failed", job_done: "Done",
     search_ok: "Web search is reachable", search_down: "No web search provider could be reached",
@@ -138,6 +140,8 @@
       case "step.requeued": return t("step_requeued", v);
       case "report.started": return t("report_started");
       case "report.ready": return t("report_ready", p);
+      case "report.checking": return t("report_checking", p);
+      case "report.check_failed": return t("report_check_failed", p);
       case "artifact.started": return t("artifact_started", {kind: label("outputs", p.kind)});
       case "artifact.ready": return t("artifact_ready", p);
       case "artifact.failed": return t("artifact_failed", {kind: label("outputs", p.kind)});

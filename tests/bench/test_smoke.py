@@ -68,3 +68,8 @@ def test_smoke_benchmark_writes_well_formed_results(tmp_path):
     per_round = tokens["tokens_per_round"]  # the researcher's workspace: the task part is the same every round
     assert per_round["rounds"] == len(per_round["prompt_tokens"]) >= 10 and len(set(per_round["task_tokens"])) == 1
     assert per_round["transcript_replay_tokens"][-1] > 2 * per_round["prompt_tokens"][-1]
+
+    adversarial = results["adversarial"]
+    assert adversarial["size"] == 2_000 and adversarial["rows"]
+    assert {r["path"] for r in adversarial["rows"]} >= {"report edit request (POST)", "report check (worker task)"}
+    assert all(_number(r["ratio"]) and r["chars"] == 2_000 for r in adversarial["rows"])

@@ -1,138 +1,154 @@
-"""ReDoS: every regular expression in research/ and the report renderer stay linear on 500k-character input.
+"""ReDoS: every regular expression in research/ and the report renderer stay linear on long input.
 
-Each bound is a ratio to a plain input of the same size, never absolute seconds: a linear
-pattern costs a small multiple of the plain run, a backtracking one (the old raw-tag pattern
-took 64 s on 100k characters) costs thousands of times more.
+Every pattern goes through research/textre.py (RE2, linear by construction; the lint in
+test_regex_lint.py keeps it so). The sweep below still runs each registered pattern on adversarial
+input at two sizes, because RE2's search is linear per call but a `finditer` that has to look far
+ahead for each of many matches would not be. Each bound is a ratio measured in this process (the
+small size, or a plain input of the same size), never absolute seconds: a linear pattern costs ~10x
+for 10x the text, a quadratic one 100x.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import itertools
-import os
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from research import textre
 from research.render.html import markdown_to_html
 
-ROOT = Path(__file__).resolve().parents[2] / "research"
+ROOT = Path(__file__).resolve().parents[2]
+RESEARCH = ROOT / "research"
 N = 500_000
-SCREEN_N = 4_000
-RE_FUNCS = {"compile", "sub", "subn", "match", "search", "findall", "finditer", "split", "fullmatch"}
+SWEEP_SMALL, SWEEP_LARGE = 10_000, 100_000  # 10x the text: linear ~10x the time, quadratic ~100x
+SCREEN_N = 2_000
+TEXTRE_FUNCS = {"compile", "compile_guarded", "sub", "subn", "match", "search", "findall", "finditer", "split",
+                "fullmatch"}
 PLAIN = "The market grew 12% in 2024 [3], driven by demand (see Table 2); analysts expect more.\n"
-# Linear patterns stay within a few times the plain run; a quadratic one at 500k is >1000x.
-PATTERN_RATIO = 60.0
-SCALE_LIMIT = 24.0
+SCALE_LIMIT = 30.0  # for 10x the text
+PATTERN_RATIO = 60.0  # at the large size, against one match per character of plain text
 RENDER_RATIO = 80.0  # markdown-it spends more per punctuation character than per letter
 
 
-def _regexes() -> list[tuple[str, re.Pattern[str]]]:
-    """Every constant pattern passed to re.<func>(...) anywhere under research/ (migrations aside)."""
-    found: list[tuple[str, re.Pattern[str]]] = []
-    for path in sorted(ROOT.rglob("*.py")):
+def _patterns() -> list[tuple[str, textre.Pattern]]:
+    """Every pattern research/ compiles: the registry after importing each module (module-level and
+    dynamic patterns), plus each literal pattern passed to a textre function (function-level ones)."""
+    where: dict[tuple[str, int], str] = {}
+    for path in sorted(RESEARCH.rglob("*.py")):
         if "migrations" in path.parts:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if not (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "re"
-                and node.func.attr in RE_FUNCS
-                and node.args
-            ):
+        source = path.read_text(encoding="utf-8")
+        if "textre" not in source or path.name == "textre.py":
+            continue
+        importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "textre"
+                    and node.func.attr in TEXTRE_FUNCS and node.args):
                 continue
             try:
-                source = ast.literal_eval(node.args[0])
+                pattern = ast.literal_eval(node.args[0])
             except ValueError:
-                continue  # built at run time from constants checked here, or not a text pattern
-            if not isinstance(source, str):
-                continue
+                continue  # built from constants: compiled at import, so in the registry
             flags = 0
             flag_nodes = [k.value for k in node.keywords if k.arg == "flags"]
-            if node.func.attr == "compile" and len(node.args) > 1:
+            if node.func.attr in ("compile", "compile_guarded") and len(node.args) > 1:
                 flag_nodes.append(node.args[1])
             for flag_node in flag_nodes:
-                flags |= eval(compile(ast.Expression(flag_node), "<flags>", "eval"), {"re": re})
-            found.append((f"{path.relative_to(ROOT.parent)}:{node.lineno}", re.compile(source, flags)))
-    return found
+                flags |= eval(compile(ast.Expression(flag_node), "<flags>", "eval"), {"textre": textre})
+            textre.compile(pattern, flags)
+            where.setdefault((pattern, flags), f"{path.relative_to(RESEARCH).as_posix()}:{node.lineno}")
+    for key, entry in textre.REGISTRY.items():
+        if key not in where:
+            file, line = entry.where.rsplit(":", 1)
+            at = Path(file)
+            where[key] = f"{at.relative_to(RESEARCH).as_posix() if at.is_relative_to(RESEARCH) else at.name}:{line}"
+    ordered = sorted(where.items(), key=lambda item: (item[1], item[0]))
+    return [(f"{at} {source[:30]!r}", textre.compile(source, flags)) for (source, flags), at in ordered]
 
 
-REGEXES = _regexes()
+PATTERNS = _patterns()
 
 
-def _alphabet(pattern: str) -> list[str]:
-    """Characters a pattern cares about, plus letters, digits, spaces and newlines."""
-    literal = {c for c in pattern if not c.isalnum() and c not in "\\^$?+*{}|"}
-    return sorted(literal | {"a", "1", " ", "\n", "\t", ",", "，", "[", "]", "<", ">", "=", '"', "#", "-"})
+def _literals(pattern: str) -> list[str]:
+    return sorted({c for c in pattern if not c.isalnum() and c not in "\\^$?+*{}|()"} - {" "})
 
 
 def _candidates(pattern: str, size: int) -> list[str]:
-    chars = _alphabet(pattern)
-    units = chars + ["".join(pair) for pair in itertools.permutations(chars, 2)]
-    units += ["<a ", "[1, ", "](", "![", "**a", "`a", "<think>", '{"a": ', "http://a", "1. ", "# a"]
-    return [(unit * (size // len(unit) + 1))[:size] for unit in units]
+    """Repeated units made of the pattern's own characters, and long runs behind an opener."""
+    literals = _literals(pattern)
+    chars = sorted(set(literals) | {"a", "1", " ", "\n", "\t", ",", "[", "]", "<", ">", "#", "-", "."})
+    units = chars + ["".join(pair) for pair in itertools.permutations(literals + ["a", " "], 2)]
+    units += ["<a ", "[1, ", "[a](", "](", "![", "**a", "`a", "<think>", '{"a": ', "http://a", "<http://", "1. ",
+              "# a", "中文", "a.b", "1,234"]
+    texts = [_grow(unit, size) for unit in units]
+    for opener, fill in itertools.product(literals + ["# a", "(", "["], [" ", "a", "1", "\t"]):
+        texts.append(opener + fill * (size - len(opener) - 1) + "x")
+    return texts
 
 
-def _cost(func: Callable[[str], object], text: str) -> float:
+def _cost(func: Callable[[str], object], text: str, repeat: int = 2) -> float:
     best = float("inf")
-    for _ in range(2):
+    for _ in range(repeat):
         start = time.perf_counter()
         func(text)
         best = min(best, time.perf_counter() - start)
     return best
 
 
-@functools.cache
-def _per_char_floor(size: int) -> float:
-    """A plain pattern that looks at every character once: the floor of the plain-input cost.
-
-    A pattern that never fires on plain prose (say, one for backticks) costs next to nothing
-    there; comparing with that would call any work at all "slow".
-    """
-    return _cost(_scan(re.compile(r"[^\n]")), (PLAIN * (size // len(PLAIN) + 1))[:size])
-
-
-def _scan(pattern: re.Pattern[str]) -> Callable[[str], object]:
+def _scan(pattern: textre.Pattern) -> Callable[[str], object]:
     return lambda text: sum(1 for _ in pattern.finditer(text))
 
 
-def test_the_regex_inventory_is_not_empty():
-    assert len(REGEXES) > 80, [where for where, _ in REGEXES]
-    assert any("render/html.py" in where for where, _ in REGEXES)
+@functools.cache
+def _per_char_floor(size: int) -> float:
+    """One match per character of plain text: the cost of the most matches a pattern can make.
 
-
-@pytest.mark.skipif(
-    not os.environ.get("REDOS_FULL"),
-    reason="set REDOS_FULL=1: takes long, and its small-size scaling screen is still noisy on a loaded machine",
-)
-@pytest.mark.parametrize(("where", "pattern"), REGEXES, ids=[w for w, _ in REGEXES])
-def test_every_regex_is_linear_on_adversarial_input(where: str, pattern: re.Pattern[str]):
-    scan = _scan(pattern)
-    # Screen every candidate at a small size, then check that the worst ones grow linearly
-    # (8x the input, at most SCALE_LIMIT x the time; a quadratic pattern takes 64x) before
-    # running them at full size, where a quadratic pattern would run for hours.
-    screened = sorted(((_cost(scan, text), text) for text in _candidates(pattern.pattern, SCREEN_N)), reverse=True)
-    worst = [text for _, text in screened[:3]]
-    for small in worst:
-        unit = small[:8]
-        floor = _per_char_floor(SCREEN_N)
-        scale = _cost(scan, _grow(small, SCREEN_N * 8)) / max(_cost(scan, small), floor)
-        assert scale < SCALE_LIMIT, f"{where}: {pattern.pattern!r} grows {scale:.0f}x for 8x more of {unit!r}"
-    plain = max(_cost(scan, _grow(PLAIN, N)), _per_char_floor(N))
-    for small in worst:
-        ratio = _cost(scan, _grow(small, N)) / plain
-        assert ratio < PATTERN_RATIO, f"{where}: {pattern.pattern!r} took {ratio:.0f}x plain on {small[:8]!r}…"
+    A pattern that never fires on a text costs next to nothing there; measured against that, any
+    work at all would look "slow".
+    """
+    return _cost(_scan(textre.compile(r"[^\n]")), _grow(PLAIN, size))
 
 
 def _grow(text: str, size: int) -> str:
     return (text * (size // len(text) + 1))[:size]
+
+
+def test_the_pattern_inventory_is_not_empty():
+    assert len(PATTERNS) > 100, [where for where, _ in PATTERNS]
+    assert any(where.startswith("render/html.py") for where, _ in PATTERNS)
+    assert any(where.startswith("agents/verify.py") for where, _ in PATTERNS)
+
+
+@pytest.mark.parametrize(("where", "pattern"), PATTERNS, ids=[w for w, _ in PATTERNS])
+def test_every_regex_is_linear_on_adversarial_input(where: str, pattern: textre.Pattern):
+    scan = _scan(pattern)
+    # The worst inputs at a small size, then each of them at 10x and 100x that: the time may grow
+    # about as much as the text (a quadratic pattern grows 100x per 10x).
+    screened = sorted(((_cost(scan, text, 1), i) for i, text in enumerate(_candidates(pattern.pattern, SCREEN_N))),
+                      reverse=True)
+    small_texts = _candidates(pattern.pattern, SWEEP_SMALL)
+    large_texts = _candidates(pattern.pattern, SWEEP_LARGE)
+    for _cost_small, i in screened[:2]:
+        small, large = small_texts[i], large_texts[i]
+        base = max(_cost(scan, small), _per_char_floor(SWEEP_SMALL))
+        large_cost = _cost(scan, large)
+        assert large_cost / base < SCALE_LIMIT, (
+            f"{where}: {pattern.pattern!r} grows {large_cost / base:.0f}x for 10x more of {small[:12]!r}")
+        ratio = large_cost / _per_char_floor(SWEEP_LARGE)
+        assert ratio < PATTERN_RATIO, f"{where}: {pattern.pattern!r} took {ratio:.0f}x plain on {small[:12]!r}"
+
+
+def test_the_sweep_catches_a_pattern_that_looks_far_ahead_for_each_match():
+    """RE2 is linear per search, but `a.*b|a` must look to the end for a `b` at every `a`: quadratic."""
+    with pytest.raises(AssertionError, match="grows"):
+        test_every_regex_is_linear_on_adversarial_input("sample", textre.compile(r"a.*b|a"))
 
 
 RENDER_ATTACKS = {
@@ -184,13 +200,38 @@ def _helpers() -> dict[str, Callable[[str], object]]:
     }
 
 
-@pytest.mark.parametrize("attack", list(HELPER_ATTACKS))
-@pytest.mark.parametrize("helper", ["markdown_title", "markdown_sections", "strip_inline_markdown",
-                                    "finalize_report", "fix_figure_refs"])
+HELPERS = ["markdown_title", "markdown_sections", "strip_inline_markdown", "finalize_report", "fix_figure_refs"]
+
+
+@pytest.mark.parametrize(
+    ("helper", "attack"),
+    [(h, a) for h in HELPERS for a in HELPER_ATTACKS if not (h in _MARKDOWN_IT_HELPERS and "regexes only" in a)],
+)
 def test_report_text_helpers_are_linear_on_500k_adversarial_text(helper: str, attack: str):
-    if helper in _MARKDOWN_IT_HELPERS and "regexes only" in attack:
-        pytest.skip("markdown-it-py's cost per `![`: such edits are refused before rendering")
     func = _helpers()[helper]
     plain = max(_cost(func, _grow(PLAIN.replace("\n", " "), N)), _per_char_floor(N))
     ratio = _cost(func, HELPER_ATTACKS[attack](N)) / plain
     assert ratio < RENDER_RATIO, f"{helper} on {attack}: {ratio:.0f}x plain"
+
+
+TASK_ATTACKS = {
+    # issue #25: "render/tts.py _LATIN_RUN (2.2 s against 16 ms)"
+    "speech_segments: a Latin run in Chinese": ("tts", lambda n: "中文" + _grow("a1 ", n - 2)),
+    "speech_segments: Latin words and marks": ("tts", lambda n: "中文" + _grow("a, ", n - 2)),
+    # "agents/rank.py _TRAILING_FOOTNOTES (737 ms against 0.4 ms)"
+    "split_sentences: footnotes that never end the text": ("rank", lambda n: _grow("[1]", n - 1) + "x"),
+    "split_sentences: list markers": ("rank", lambda n: _grow("- ", n)),
+}
+
+
+@pytest.mark.parametrize("attack", list(TASK_ATTACKS))
+def test_task_text_helpers_are_linear_on_200k_adversarial_text(attack: str):
+    from research.agents.rank import split_sentences
+    from research.render.tts import speech_segments
+
+    kind, make = TASK_ATTACKS[attack]
+    func: Callable[[str], object] = (lambda t: speech_segments(t, "zh-CN")) if kind == "tts" else split_sentences
+    size = 200_000
+    plain = max(_cost(func, _grow(PLAIN, size)), _per_char_floor(size))
+    ratio = _cost(func, make(size)) / plain
+    assert ratio < 10, f"{attack}: {ratio:.1f}x plain"

@@ -16,12 +16,12 @@ text-producing functions differ. Everything is extractive and deterministic:
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from research import textre
 from research.agents.rank import RankedSentence, near_duplicate, rank_sentences, split_sentences, tokenize
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import (
@@ -61,13 +61,13 @@ def is_small_talk(text: str) -> bool:
     cleaned = unicodedata.normalize("NFKC", text).strip().lower()
     if not cleaned:
         return False
-    zh = re.sub(r"[\s\W_]+", "", cleaned)
-    if re.search(r"[\u4e00-\u9fff]", zh):
+    zh = textre.sub(r"[^\p{L}\p{N}]+", "", cleaned)  # Python's [\s\W_]: neither letter nor digit
+    if textre.search(r"[\u4e00-\u9fff]", zh):
         rest = zh
         for phrase in _GREETING_PHRASES_ZH:
             rest = rest.replace(phrase, "")
         return rest == "" and zh != rest
-    words = re.findall(r"[a-z]+", cleaned)
+    words = textre.findall(r"[a-z]+", cleaned)
     return (
         0 < len(words) <= _GREETING_MAX_WORDS
         and all(w in _GREETING_WORDS_EN for w in words)
@@ -169,19 +169,21 @@ EXTRA_FACETS = ("actors", "comparison")  # used only when more than five steps a
 _FACET_PRIORITY = ("current", "figures", "challenges", "outlook", "background", "actors", "comparison")
 _CANONICAL_ORDER = ("overview", "background", "current", "figures", "actors", "comparison", "challenges", "outlook")
 
-_NEGATIONS = re.compile(
+_NEGATIONS = textre.compile(
     r"\b(?:no|not|without|remove|drop|skip|exclude|omit|delete|less)\b|去掉|删除|删去|去除|不要|不需要|省略"
 )
-_ONLY = re.compile(r"\b(?:only|just)\b|只要|只需|仅|只")
+_ONLY = textre.compile(r"\b(?:only|just)\b|只要|只需|仅|只")
 # "fewer steps" / "more steps" style hints; "more on X" is a focus request, not a longer plan.
-_FEWER = re.compile(
+_FEWER = textre.compile(
     r"\bfewer\b|\bless\s+(?:steps?|sections?)\b|\bshorter\b|\b(?:reduce|cut)\s+the\s+(?:steps?|plan)\b|"
     r"更少|少一些|少一点|减少步骤|精简"
 )
-_MORE = re.compile(
+_MORE = textre.compile(
     r"\bmore\s+(?:steps?|sections?|facets?|aspects?)\b|\blonger\b|\bexpand\b|更多步骤|多一些|多一点|增加步骤"
 )
-_STEP_COUNT = re.compile(r"(\d{1,2}|[一二两三四五六七八九十])\s*(?:steps?|sections?|个步骤|步|个部分|部分)", re.I)
+_STEP_COUNT = textre.compile(
+    r"(\d{1,2}|[一二两三四五六七八九十])\s*(?:steps?|sections?|个步骤|步|个部分|部分)", textre.I
+)
 _ZH_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 # Words of re-plan feedback that steer the plan's shape rather than name a topic.
 _FEEDBACK_FILLER_EN = frozenset(
@@ -205,12 +207,13 @@ def _facet_mentions(feedback: str) -> tuple[list[str], list[str]]:
     dropped: list[str] = []
     for facet in FACETS:
         for alias in facet.aliases:
-            pattern = re.escape(alias) if re.search(r"[\u4e00-\u9fff]", alias) else rf"\b{re.escape(alias)}\b"
-            match = re.search(pattern, text)
+            quoted = textre.escape(alias)
+            pattern = quoted if textre.search(r"[\u4e00-\u9fff]", alias) else rf"\b{quoted}\b"
+            match = textre.search(pattern, text)
             if not match:
                 continue
             before = text[max(0, match.start() - 20) : match.start()]
-            clause = re.split(r"[,.;，。；]|\band\b|\bbut\b|但", before)[-1]
+            clause = textre.split(r"[,.;，。；]|\band\b|\bbut\b|但", before)[-1]
             target = dropped if _NEGATIONS.search(clause) else wanted
             if facet.key not in target:
                 target.append(facet.key)
@@ -223,7 +226,7 @@ def _feedback_terms(feedback: str, zh: bool) -> list[str]:
     aliases = {a for f in FACETS for a in f.aliases}
     text = feedback
     for phrase in sorted(aliases | set(_FEEDBACK_FILLER_ZH), key=len, reverse=True):
-        if re.search(r"[\u4e00-\u9fff]", phrase):
+        if textre.search(r"[\u4e00-\u9fff]", phrase):
             text = text.replace(phrase, " ")
     text = _STEP_COUNT.sub(" ", text)
     terms = key_terms(text, "zh-CN" if zh else "en-US", fallback=False)
@@ -261,17 +264,31 @@ def _plan_title(question: str) -> str:
 # ---------------------------------------------------------------- process step
 
 # 1,200 / 3.5 / 42 as whole numbers: not digits glued to words ("GPT4", "H100") or other digits.
-_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\w|[.,]\d)")
+# A number is the start of a run of word characters, dots and commas, up to a dot or comma that no digit
+# follows, or the whole run (what `(?<![\w.,])…(?!\w|[.,]\d)` meant; RE2 has no lookaround).
+_NUMBER_RUN = textre.compile(r"[\w.,]+")
+_NUMBER_STOP = textre.compile(r"[.,](?:\D|$)")
+_NUMBER = textre.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 
 
-_CITATION = re.compile(r"\[\d{1,4}(?:\s*,\s*\d{1,4})*\]")
+def _number_strings(sentence: str) -> list[str]:
+    found = []
+    for run in _NUMBER_RUN.findall(sentence):
+        stop = _NUMBER_STOP.search(run)
+        head = run[: stop.start()] if stop else run
+        if _NUMBER.fullmatch(head):
+            found.append(head)
+    return found
+
+
+_CITATION = textre.compile(r"\[\d{1,4}(?:\s*,\s*\d{1,4})*\]")
 
 
 def _numbers(sentences: Sequence[str], limit: int = 200) -> list[float]:
     """Numbers quoted in sentences, years (1800–2100 without decimals) left out as they aren't data."""
     values: list[float] = []
     for sentence in sentences:
-        for raw in _NUMBER.findall(sentence):
+        for raw in _number_strings(sentence):
             value = float(raw.replace(",", ""))
             if "." not in raw and "," not in raw and 1800 <= value <= 2100:
                 continue
@@ -302,7 +319,7 @@ def _step_facets(step: PlanStep) -> list[Facet]:
     for facet in FACETS:
         names = (facet.title_en.lower(), facet.title_zh, *facet.aliases)
         if any(
-            (n in title) if re.search(r"[\u4e00-\u9fff]", n) else re.search(rf"\b{re.escape(n)}\b", title)
+            (n in title) if textre.search(r"[\u4e00-\u9fff]", n) else textre.search(rf"\b{textre.escape(n)}\b", title)
             for n in names
         ):
             found.append(facet)
@@ -322,7 +339,7 @@ def _figures_bonus(sentence: str) -> float:
 def question_facets(question: str) -> list[Facet]:
     """Facets the question itself asks about ("what limits …" → challenges, "现状如何" → current state)."""
     # "solid-state" is not a question about the current state: compounds are the topic's words.
-    words = set(tokenize(re.sub(r"\S+-\S+", " ", question)))
+    words = set(tokenize(textre.sub(r"\S+-\S+", " ", question)))
     found: list[Facet] = []
     for facet in FACETS:
         names = (*facet.aliases, *facet.hints.split())
@@ -342,9 +359,9 @@ class Aspect:
 
 _WH = ("what", "how", "why", "which", "who", "when", "where", "is", "are", "does", "do", "can", "will")
 _WH_START = frozenset(("what", "how", "why", "which", "who", "when", "where"))
-_EN_PIECE = re.compile(r"\s*[,;]\s*")
-_EN_AND = re.compile(r"\s+(?:and|or)\s+")
-_ZH_AND = re.compile(r"以及|和|及|、|，|,")
+_EN_PIECE = textre.compile(r"\s*[,;]\s*")
+_EN_AND = textre.compile(r"\s+(?:and|or)\s+")
+_ZH_AND = textre.compile(r"以及|和|及|、|，|,")
 _ZH_HOW = ("如何", "怎样", "怎么", "为何", "为什么")
 _ZH_ASK = ("如何", "怎样", "怎么样", "是多少", "有多大", "多大", "多少", "有哪些", "哪些", "是什么", "情况", "吗", "呢")
 
@@ -441,7 +458,7 @@ def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) ->
     return shared
 
 
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_CJK_RUN = textre.compile(r"[\u4e00-\u9fff]+")
 
 
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
@@ -732,7 +749,7 @@ class OfflineEngine:
         rank_query = " ".join([step.title, step.description, *terms])
         own = set(tokenize(" ".join(aspect.words))) if aspect else set()
         topic = set(tokenize(" ".join(terms))) - own  # a part's own words are what it asks, not the subject
-        words = re.findall(r"[\w'’-]+", f"{step.title} {step.description}")
+        words = textre.findall(r"[\w'’-]+", f"{step.title} {step.description}")
         facets = [] if aspect else _step_facets(step)
         words += [w for facet in facets for w in facet.hints.split()]
         if aspect:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from research import textre
 from research.agents.citations import filter_citations, fix_figure_refs, strip_references_section
 from research.agents.nodes.budget import StepBudget
 from research.agents.nodes.messages import (
@@ -30,7 +30,7 @@ from research.agents.prompts import load_fragment, load_prompt
 from research.agents.types import AgentContext, CodeRun, Plan, PlanStep, StepResult
 
 MAX_CODE_RUNS = 4  # the first run plus up to three fixes
-CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+CODE_BLOCK = textre.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", textre.DOTALL | textre.IGNORECASE)
 
 
 def process(ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from research import textre
 from research.agents.clock import today_section
 from research.agents.nodes.model import StructuredOutputError, require_model
 from research.agents.prompts import load_prompt
@@ -16,7 +16,7 @@ from research.agents.types import MAX_CLARIFY_QUESTIONS, AgentContext, Coordinat
 
 logger = logging.getLogger(__name__)
 
-LOCALE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z]{2,4})?(-[A-Za-z]{2})?$")
+LOCALE_TAG = textre.compile(r"^[a-z]{2,3}(-[A-Za-z]{2,4})?(-[A-Za-z]{2})?$")
 
 
 class CoordinatorReply(BaseModel):

@@ -6,12 +6,12 @@ research.llm.client.LLMClient implements ChatModel. Its replies carry no reasoni
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from research import textre
 from research.agents.types import AgentContext
 from research.llm.client import ChatResult, StructuredOutputError, ToolCall
 
@@ -68,7 +68,7 @@ def require_model(ctx: AgentContext) -> ChatModel:
 
 
 # A tool call written as text when no tools were offered (e.g. the final, tool-less call).
-_TEXT_TOOL_CALL = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
+_TEXT_TOOL_CALL = textre.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", textre.DOTALL | textre.IGNORECASE)
 
 
 def drop_text_tool_calls(text: str) -> str:

@@ -10,7 +10,6 @@ same size however many rounds run (docs/agents.md, "Researcher rounds").
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -415,6 +414,6 @@ def _digest(run: ResearchRun, locale: str) -> str:
     lines = [load_fragment("research_digest", locale), ""]
     for number in sorted(run.registered):
         ref = run.registered[number]
-        snippet = re.sub(r"\s+", " ", ref.text or "").strip()[:300]
+        snippet = " ".join((ref.text or "").split())[:300]
         lines.append(f"- **{ref.title}**: {snippet} [{number}]")
     return "\n".join(lines)

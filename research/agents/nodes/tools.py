@@ -6,10 +6,10 @@ sources and emits the tool events itself.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from research import textre
 from research.agents.types import McpToolSpec
 
 
@@ -65,7 +65,7 @@ def offered_mcp_tools(specs: list[McpToolSpec]) -> list[OfferedMcpTool]:
     tools: list[OfferedMcpTool] = []
     used = set(BUILTIN_TOOLS)
     for spec in specs:
-        base = re.sub(r"[^A-Za-z0-9_-]", "_", f"mcp_{spec.name}")[:60]
+        base = textre.sub(r"[^A-Za-z0-9_-]", "_", f"mcp_{spec.name}")[:60]
         name, n = base, 2
         while name in used:
             name, n = f"{base}_{n}", n + 1
