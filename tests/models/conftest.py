@@ -42,7 +42,11 @@ class ModelServer:
 
     def start(self, timeout: float = 120) -> ModelServer:
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        # llama_cpp.server's settings read HOST/PORT from the environment before the command line, and
+        # make exports PORT (the app's port): without this the server listened on 8000, not self.port.
+        env = {k: v for k, v in os.environ.items() if k.upper() not in ("HOST", "PORT")}
+        self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

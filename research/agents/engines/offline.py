@@ -431,14 +431,14 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
                 parts.append((clause, ""))  # a clause of its own: nothing to take out of the others
     if len(parts) < 2:
         return []
-    subject = key_terms(question, locale)
+    subject_terms = key_terms(question, locale)
     out: list[Aspect] = []
     for sub, own in parts:
         title = sub[:1].upper() + sub[1:]
         terms = key_terms(sub, locale, fallback=False)
         others = {t.lower() for _, words in parts if words and words != own
                   for t in key_terms(words, locale, fallback=False)}
-        query = [t for t in dict.fromkeys([*terms, *subject]) if t.lower() not in others or t in terms]
+        query = [t for t in dict.fromkeys([*terms, *subject_terms]) if t.lower() not in others or t in terms]
         words = tuple(key_terms(own or sub, locale, fallback=False)) or (sub,)
         out.append(Aspect(title[:200], " ".join(query)[:400], words))
     return out[:4]
