@@ -19,6 +19,9 @@ if not os.environ.get("SMOLLM2_GGUF"):
     pytest.skip("SMOLLM2_GGUF is set by `make test-models`", allow_module_level=True)
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(1800)
+@pytest.mark.django_db(transaction=True)
 def test_heavy_job_with_two_runs_against_the_real_model(alice, model_worker, model_server, settings,
                                                         test_site) -> None:
     settings.SEARXNG_URL = test_site.url
