@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from research.agents.engines import get_engine
 from research.agents.types import Engine, JobCancelled, Plan, StepResult
+from research.jobs.leases import lease_check
 from research.jobs.models import TERMINAL_STATUSES, ResearchJob, StepStatus
 
 
@@ -23,10 +24,12 @@ def queue_grace() -> timedelta:
 
 def still_wanted(job_id: int) -> None:
     """Call inside the write transaction that ends a stage: raise JobCancelled if the job was cancelled
-    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`."""
+    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`;
+    raise LeaseLost if the stage passed to another worker meanwhile (only the holder writes an outcome)."""
     row = ResearchJob.objects.select_for_update().filter(pk=job_id).values("status", "cancel_requested").first()
     if row is None or row["cancel_requested"] or row["status"] in TERMINAL_STATUSES:
         raise JobCancelled("The job was cancelled.")
+    lease_check(ResearchJob, job_id)
 
 
 def short(exc: BaseException) -> str:

@@ -198,7 +198,7 @@ def test_reaper_resends_lapsed_and_lost_units_and_times_out_reviews(alice, bob, 
 
     counts = reap_stale_work()
 
-    assert counts == {"stages": 1, "steps": 1, "renders": 1, "reviews": 1, "documents": 0}
+    assert counts == {"stages": 1, "steps": 1, "renders": 1, "reviews": 1, "documents": 0, "work_dirs": 0}
     assert ("advance", lapsed_stage.pk) in sent and ("advance", held_stage.pk) not in sent
     assert ("step", research.pk, "a") in sent and ("step", research.pk, "b") not in sent
     assert ("render", rendering.pk, "pdf") in sent and ("render", rendering.pk, "pptx") not in sent
