@@ -60,7 +60,8 @@ SMOKE: dict[str, dict[str, Any]] = {
     "tokens": {"steps": (1, 2), "concurrency": 3},
     "stream": {"jobs": 2, "steps": 1, "ttft": 0.05, "tokens_per_s": 2000.0, "workers": 1, "concurrency": 3,
                "warm": False},
-    "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False},
+    "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False,
+              "whole_jobs": 1, "whole_outputs": ("md", "pdf")},
 }
 
 
@@ -117,6 +118,14 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                                                                              f"({c['ratio']:.2f}×)", ""),
             ("scale", "peak worker RSS (parent + children)", f"{c['peak_worker_rss_mb']:.0f} MB", ""),
         ]
+        w = c.get("whole_jobs")
+        if w:
+            rows += [
+                ("scale", f"whole jobs/min ({'+'.join(w['outputs'])}), 1 worker × {c['concurrency_per_worker']}",
+                 f"{w['jobs_per_min_1_worker']:.1f}", ""),
+                ("scale", f"whole jobs/min, 2 workers × {c['concurrency_per_worker']}",
+                 f"{w['jobs_per_min_2_workers']:.1f} ({w['ratio']:.2f}×)", ""),
+            ]
     p = results.get("scale_pg")
     if p:
         rows += [
