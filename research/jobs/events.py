@@ -49,6 +49,25 @@ def event_emit(*, job_id: int, type: str, payload: dict[str, Any] | None = None)
     return event
 
 
+def events_emit(*, job_id: int, events: list[tuple[str, dict[str, Any]]]) -> list[JobEvent]:
+    """Write several events of one job at once (consecutive seqs, one row lock, one INSERT), each published
+    after commit like event_emit's. For a unit that emits a batch (the scheduler queuing steps): fewer
+    statements between the first event and the commit, so the first is not held back by the others."""
+    if not events:
+        return []
+    with transaction.atomic():
+        ResearchJob.objects.filter(pk=job_id).update(event_seq=F("event_seq") + len(events))
+        last = ResearchJob.objects.filter(pk=job_id).values_list("event_seq", flat=True).get()
+        rows = JobEvent.objects.bulk_create([
+            JobEvent(job_id=job_id, seq=last - len(events) + 1 + i, type=type_, payload=_scrub(payload))
+            for i, (type_, payload) in enumerate(events)
+        ])
+        for row in rows:
+            message = row.as_message()
+            transaction.on_commit(lambda message=message: event_publish(job_id=job_id, message=message))  # type: ignore[misc]
+    return rows
+
+
 _loop_lock = threading.Lock()
 _publisher: tuple[asyncio.AbstractEventLoop, asyncio.Queue[tuple[str, dict[str, Any]]], int] | None = None
 FLUSH_AT_EXIT_S = 2.0
