@@ -108,7 +108,8 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             ("render", f"{r['words']:,}-word report → PDF", f"{r['pdf_s']:.2f} s", ""),
             ("render", "→ PPTX", f"{r['pptx_s']:.2f} s", ""),
             ("render", f"→ podcast ({r['tts_backend']})",
-             f"{r['podcast_s']:.1f} s for {r['podcast_audio_s'] / 60:.1f} min of audio", ""),
+             f"{r['podcast_s']:.1f} s for {r['podcast_audio_s'] / 60:.1f} min of audio "
+             f"({r['podcast_audio_s'] / r['podcast_s']:.0f}× real time)", "≥ 100×"),
         ]
     c = results.get("scale")
     if c:
