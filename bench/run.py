@@ -127,6 +127,14 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                 ("scale", f"whole jobs/min, 2 workers × {c['concurrency_per_worker']}",
                  f"{w['jobs_per_min_2_workers']:.1f} ({w['ratio']:.2f}×)", ""),
             ]
+            cpu = w.get("cpu_bound")
+            if cpu:
+                rows += [
+                    ("scale", "whole jobs/min, instant model (CPU-bound), 1 worker",
+                     f"{cpu['jobs_per_min_1_worker']:.1f}", ""),
+                    ("scale", "whole jobs/min, instant model (CPU-bound), 2 workers",
+                     f"{cpu['jobs_per_min_2_workers']:.1f} ({cpu['ratio']:.2f}×)", ""),
+                ]
     p = results.get("scale_pg")
     if p:
         rows += [
