@@ -113,7 +113,6 @@ def files_fetch(job_id: int, dest: Path, *, under: str = "figures/") -> Path:
 
 
 PREVIEWS = "previews/"  # thumbnails for the job page (not downloads): pdf-NN.png, slide-NN.png
-SLIDE_PREVIEWS = PREVIEWS
 
 
 def file_delete(key: str) -> None:
