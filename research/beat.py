@@ -27,10 +27,10 @@ def _reap_once() -> None:
     from django.conf import settings
     from django.db import close_old_connections
 
-    django.setup()  # beat set Django up already; this is a no-op then
-    from research.jobs.reaper import reap_stale_work
-
     try:
+        django.setup()  # beat set Django up already; this is a no-op then
+        from research.jobs.reaper import reap_stale_work
+
         counts = reap_stale_work()
         if any(counts.values()):
             logger.info("reaper: %s", counts)
