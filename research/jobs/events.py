@@ -6,7 +6,6 @@ Nothing else in the project calls group_send (docs/architecture.md, "Events").
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
 import os
 import threading
@@ -50,9 +49,9 @@ def event_emit(*, job_id: int, type: str, payload: dict[str, Any] | None = None)
 
 
 def events_emit(*, job_id: int, events: list[tuple[str, dict[str, Any]]]) -> list[JobEvent]:
-    """Write several events of one job at once (consecutive seqs, one row lock, one INSERT), each published
-    after commit like event_emit's. For a unit that emits a batch (the scheduler queuing steps): fewer
-    statements between the first event and the commit, so the first is not held back by the others."""
+    """Write several events of one job at once (consecutive seqs, one row lock, one INSERT) and publish them
+    together after commit, in order, in one hand-off to the publisher. For a unit that emits a batch (the
+    scheduler queuing steps): the first event is not held back by the others' writes and round trips."""
     if not events:
         return []
     with transaction.atomic():
@@ -62,73 +61,56 @@ def events_emit(*, job_id: int, events: list[tuple[str, dict[str, Any]]]) -> lis
             JobEvent(job_id=job_id, seq=last - len(events) + 1 + i, type=type_, payload=_scrub(payload))
             for i, (type_, payload) in enumerate(events)
         ])
-        for row in rows:
-            message = row.as_message()
-            transaction.on_commit(lambda message=message: event_publish(job_id=job_id, message=message))  # type: ignore[misc]
+        messages = [row.as_message() for row in rows]
+        transaction.on_commit(lambda: events_publish(job_id=job_id, messages=messages))
     return rows
 
 
 _loop_lock = threading.Lock()
-_publisher: tuple[asyncio.AbstractEventLoop, asyncio.Queue[tuple[str, dict[str, Any]]], int] | None = None
-FLUSH_AT_EXIT_S = 2.0
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_pid = 0
 
 
-def _publisher_queue() -> tuple[asyncio.AbstractEventLoop, asyncio.Queue[tuple[str, dict[str, Any]]]]:
-    """One long-lived event loop per process with one queue of messages to publish, sent in order by one task.
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    """One long-lived event loop per process for publishing, so Redis connections are reused.
 
-    The caller hands a message over and goes on: it does not wait for Redis. Waiting made each event of a
-    transaction (a scheduler queues several steps at once) wait for the round trips of the ones before it
-    plus two thread hand-offs per event, which under load was most of the stream's p99. One sender task
-    keeps a process's events in order (the socket would otherwise read the store to fill an apparent gap).
-    A prefork worker child gets its own loop on first use (the pid check covers fork).
+    async_to_sync would start a loop, a thread and a Redis connection for every event; a prefork
+    worker child gets its own loop on first use (the pid check covers fork).
     """
-    global _publisher
+    global _loop, _loop_pid
     with _loop_lock:
-        if _publisher is None or _publisher[2] != os.getpid() or _publisher[0].is_closed():
+        if _loop is None or _loop_pid != os.getpid() or _loop.is_closed():
             loop = asyncio.new_event_loop()
-            queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
             threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
-            asyncio.run_coroutine_threadsafe(_send_forever(queue), loop)
-            _publisher = (loop, queue, os.getpid())
-            atexit.register(_flush, loop, queue)
-        return _publisher[0], _publisher[1]
-
-
-async def _send_forever(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
-    while True:
-        group, payload = await queue.get()
-        try:
-            layer = get_channel_layer()
-            if layer is not None:
-                await layer.group_send(group, payload)
-        except Exception as exc:  # the event is stored; live delivery is an optimisation
-            logger.warning("could not publish event %s to %s: %s", payload["event"].get("seq"), group, exc)
-        finally:
-            queue.task_done()
-
-
-def _flush(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
-    """At exit, give the messages still queued a moment to go out (a CLI command that emits and ends)."""
-    if loop.is_closed() or queue.empty():
-        return
-    try:
-        asyncio.run_coroutine_threadsafe(queue.join(), loop).result(timeout=FLUSH_AT_EXIT_S)
-    except Exception:  # noqa: S110  (exiting; whatever is left is in the store)
-        pass
+            _loop, _loop_pid = loop, os.getpid()
+        return _loop
 
 
 def event_publish(*, job_id: int, message: dict[str, Any]) -> None:
     """Best effort: a client that misses a live message gets it from the store on its next gap check."""
+    events_publish(job_id=job_id, messages=[message])
+
+
+def events_publish(*, job_id: int, messages: list[dict[str, Any]]) -> None:
+    """Publish messages of one job in order, in one hand-off (best effort, like event_publish).
+
+    The caller waits for the sends: while it waits it holds no GIL, so the publisher thread runs at once
+    (handing off without waiting measured slower: the thread then queued for the GIL behind the unit's work).
+    """
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not messages:
         return
-    group, payload = group_name(job_id), {"type": "job.event", "event": message}
+    group = group_name(job_id)
+
+    async def send_all() -> None:
+        for message in messages:
+            await layer.group_send(group, {"type": "job.event", "event": message})
+
     try:
         if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
             # Called from a sync view inside the ASGI server: send on the server's own loop.
-            async_to_sync(layer.group_send)(group, payload)
+            async_to_sync(send_all)()
         else:
-            loop, queue = _publisher_queue()
-            loop.call_soon_threadsafe(queue.put_nowait, (group, payload))
-    except Exception as exc:  # the event is stored; live delivery is an optimisation
-        logger.warning("could not publish event %s of job %s: %s", message.get("seq"), job_id, exc)
+            asyncio.run_coroutine_threadsafe(send_all(), _publisher_loop()).result(timeout=5)
+    except Exception as exc:  # the events are stored; live delivery is an optimisation
+        logger.warning("could not publish events %s of job %s: %s", [m.get("seq") for m in messages], job_id, exc)
