@@ -67,7 +67,8 @@ SMOKE: dict[str, dict[str, Any]] = {
     "heavy": {"steps": 1, "k": 2, "ttft": 0.05, "tokens_per_s": 2000.0, "think_words": 0, "warm": False},
     "stream": {"jobs": 2, "steps": 1, "ttft": 0.05, "tokens_per_s": 2000.0, "workers": 1, "concurrency": 3,
                "warm": False},
-    "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False},
+    "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False,
+              "whole_jobs": 1, "whole_outputs": ("md", "pdf")},
     "adversarial": {"size": 2_000},
 }
 
@@ -125,7 +126,8 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             ("render", f"{r['words']:,}-word report → PDF", f"{r['pdf_s']:.2f} s", ""),
             ("render", "→ PPTX", f"{r['pptx_s']:.2f} s", ""),
             ("render", f"→ podcast ({r['tts_backend']})",
-             f"{r['podcast_s']:.1f} s for {r['podcast_audio_s'] / 60:.1f} min of audio", ""),
+             f"{r['podcast_s']:.1f} s for {r['podcast_audio_s'] / 60:.1f} min of audio "
+             f"({r['podcast_audio_s'] / r['podcast_s']:.0f}× real time)", "≥ 100×"),
         ]
     c = results.get("scale")
     if c:
@@ -135,6 +137,22 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                                                                              f"({c['ratio']:.2f}×)", ""),
             ("scale", "peak worker RSS (parent + children)", f"{c['peak_worker_rss_mb']:.0f} MB", ""),
         ]
+        w = c.get("whole_jobs")
+        if w:
+            rows += [
+                ("scale", f"whole jobs/min ({'+'.join(w['outputs'])}), 1 worker × {c['concurrency_per_worker']}",
+                 f"{w['jobs_per_min_1_worker']:.1f}", ""),
+                ("scale", f"whole jobs/min, 2 workers × {c['concurrency_per_worker']}",
+                 f"{w['jobs_per_min_2_workers']:.1f} ({w['ratio']:.2f}×)", ""),
+            ]
+            cpu = w.get("cpu_bound")
+            if cpu:
+                rows += [
+                    ("scale", "whole jobs/min, instant model (CPU-bound), 1 worker",
+                     f"{cpu['jobs_per_min_1_worker']:.1f}", ""),
+                    ("scale", "whole jobs/min, instant model (CPU-bound), 2 workers",
+                     f"{cpu['jobs_per_min_2_workers']:.1f} ({cpu['ratio']:.2f}×)", ""),
+                ]
     p = results.get("scale_pg")
     if p:
         rows += [

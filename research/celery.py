@@ -36,3 +36,18 @@ def _warm_up(**_: object) -> None:
         trafilatura.extract(page, url="https://example.com/warm-up", output_format="markdown")
     except Exception:  # warming is an optimisation; a worker must start regardless
         logging.getLogger(__name__).warning("worker warm-up failed", exc_info=True)
+
+
+@worker_init.connect
+def _sweep_work_dirs(**_: object) -> None:
+    """A (re)started worker removes the work folders its host's dead processes left (research/jobs/storage.py)."""
+    import logging
+
+    try:
+        from research.jobs.storage import work_dirs_sweep
+
+        removed = work_dirs_sweep()
+        if removed:
+            logging.getLogger(__name__).info("removed %d work folder(s) of dead units: %s", len(removed), removed)
+    except Exception:  # cleaning up is housekeeping; a worker must start regardless
+        logging.getLogger(__name__).warning("could not sweep work folders", exc_info=True)

@@ -1,13 +1,15 @@
-"""Container health checks: `python -m research.healthcheck web` or `... worker NAME@HOST`.
+"""Container health checks: `python -m research.healthcheck web`, `... worker NAME@HOST` or `... beat`.
 
 web: GET /healthz on the local daphne (which checks the database); worker: the worker answers a Celery ping
-over the broker. Exit status 0 = healthy, as Docker and Kubernetes expect.
+over the broker; beat: its reaper completed a run recently (it touches BEAT_HEARTBEAT_FILE after each,
+every REAPER_INTERVAL_S; research/beat.py). Exit status 0 = healthy, as Docker and Kubernetes expect.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import urllib.request
 
 
@@ -30,12 +32,27 @@ def check_worker(name: str) -> bool:
     return any(name in reply for reply in replies)
 
 
+def check_beat(path: str, interval_s: float) -> bool:
+    """The reaper touched `path` within the last few intervals (at least 30 s: a slow database may delay a run)."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return False
+    return age <= max(30.0, 5 * interval_s)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["web"]:
         return 0 if check_web(int(os.environ.get("PORT", "8000"))) else 1
     if argv[:1] == ["worker"] and len(argv) == 2:
         return 0 if check_worker(argv[1]) else 1
-    print("usage: python -m research.healthcheck web | worker NAME@HOST", file=sys.stderr)
+    if argv[:1] == ["beat"]:
+        path = os.environ.get("BEAT_HEARTBEAT_FILE", "")
+        if not path:
+            print("BEAT_HEARTBEAT_FILE is not set: beat writes no heartbeat to check", file=sys.stderr)
+            return 2
+        return 0 if check_beat(path, float(os.environ.get("REAPER_INTERVAL_S", "2"))) else 1
+    print("usage: python -m research.healthcheck web | worker NAME@HOST | beat", file=sys.stderr)
     return 2
 
 

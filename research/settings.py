@@ -203,12 +203,21 @@ CELERY_TASK_DEFAULT_QUEUE = "agents"
 CELERY_TASK_ROUTES = {"research.jobs.tasks.render_output": {"queue": "render"}}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = False
+# Takeover of a dead worker's units (docs/operations.md, "Takeover"): a lease of STEP_LEASE_S renewed every
+# quarter of it, the reaper every REAPER_INTERVAL_S: a unit is claimed again at most lease + interval
+# (+ the claim) after its worker died. The fault test runs with these defaults and asserts <= 15 s.
+DEFAULT_STEP_LEASE_S = 8
+DEFAULT_REAPER_INTERVAL_S = 2.0
+REAPER_INTERVAL_S = env_float("REAPER_INTERVAL_S", DEFAULT_REAPER_INTERVAL_S)
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-work": {
         "task": "research.jobs.tasks.reap_stale_work",
-        "schedule": env_float("REAPER_INTERVAL_S", 15.0),
+        "schedule": REAPER_INTERVAL_S,
     },
 }
+# Beat runs the reaper in its own process (research/beat.py) rather than queueing it behind busy pool slots.
+CELERY_BEAT_SCHEDULER = "research.beat:Scheduler"
+BEAT_HEARTBEAT_FILE = env_str("BEAT_HEARTBEAT_FILE", "")  # touched by each reaper run; read by the healthcheck
 
 # --- Jobs and agents -----------------------------------------------------------
 JOB_MAX_STEPS = env_int("JOB_MAX_STEPS", 12)
@@ -235,7 +244,7 @@ RATELIMIT_IP_HEADER = env_str("RATELIMIT_IP_HEADER", "")  # e.g. HTTP_X_REAL_IP 
 STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
 STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
 STEP_TIME_BUDGET_S = env_int("STEP_TIME_BUDGET_S", 600)
-STEP_LEASE_S = env_int("STEP_LEASE_S", 60)
+STEP_LEASE_S = env_int("STEP_LEASE_S", DEFAULT_STEP_LEASE_S)
 STEP_MAX_ATTEMPTS = env_int("STEP_MAX_ATTEMPTS", 3)
 # A queued unit not picked up within this many seconds is re-sent (its message may have been lost,
 # e.g. when Redis restarted without persistence). Duplicates are harmless: claims are idempotent.

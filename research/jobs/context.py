@@ -26,6 +26,7 @@ from research.agents.types import (
     ToolError,
 )
 from research.jobs.events import event_emit
+from research.jobs.leases import LeaseLost, lease_current
 from research.jobs.models import LLMCall, ResearchJob, Source
 
 logger = logging.getLogger(__name__)
@@ -121,6 +122,10 @@ class JobContext:
             # reported to the model, it is swallowed. Re-raise it here so the unit stops at this checkpoint
             # with "ran over its time limit" instead of running on until the hard limit kills the process.
             raise SoftTimeLimitExceeded(f"ran over its time limit ({soft_limit} s)")
+        lease = lease_current()
+        if lease is not None and lease.lost.is_set():
+            # Another worker took this unit over (this one was too slow to renew): stop, it writes nothing.
+            raise LeaseLost(f"the lease on {lease.model.__name__} {lease.pk} passed to another worker")
         row = ResearchJob.objects.filter(pk=self.job_id).values(
             "cancel_requested", "prompt_tokens", "completion_tokens", "started_at"
         ).first()

@@ -50,6 +50,7 @@ class ResearchJob(models.Model):
     # Stage lease: which stage a worker holds and until when (the reaper restarts lapsed stages).
     stage_lease_until = models.DateTimeField(null=True, blank=True)
     stage_attempts = models.PositiveIntegerField(default=0)
+    stage_lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its writes
     review_deadline = models.DateTimeField(null=True, blank=True)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
@@ -240,6 +241,7 @@ class OutputRender(models.Model):
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
     lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
     report_version = models.PositiveIntegerField(default=0)
     updated = models.DateTimeField(auto_now=True)
 
@@ -261,6 +263,8 @@ class Artifact(models.Model):
     file = models.FileField(upload_to=artifact_path, max_length=400)
     size = models.PositiveBigIntegerField(default=0)
     sha256 = models.CharField(max_length=64)
+    # What the job page needs without opening the file (a podcast's chapters), written with it.
+    meta = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from research.jobs import storage
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule, enqueue_step
 from research.jobs.events import event_emit
 from research.jobs.models import (
@@ -26,7 +27,7 @@ def reap_stale_work() -> dict[str, int]:
     """Re-queue units whose worker died (lapsed lease) or whose message was lost; time out reviews.
 
     Returns how many stages, steps, renders, reviews and knowledge-base documents (still `indexing`
-    after their message was lost) it acted on.
+    after their message was lost) it acted on, and how many dead units' work folders it removed.
     """
     at = now()
     stale = at - queue_grace()
@@ -41,8 +42,9 @@ def reap_stale_work() -> dict[str, int]:
     for step in JobStep.objects.filter(status__in=[StepStatus.RUNNING, StepStatus.QUEUED], lease_until__lt=at,
                                        job__status=JobStatus.RESEARCHING):
         with transaction.atomic():
+            # The token goes too: the lost holder's renewals and outcome no longer match the row.
             n = JobStep.objects.filter(pk=step.pk, status=step.status, lease_until=step.lease_until).update(
-                status=StepStatus.QUEUED, lease_until=at + queue_grace())
+                status=StepStatus.QUEUED, lease_until=at + queue_grace(), lease_token="")
             if n:
                 counts["steps"] += 1
                 if step.status == StepStatus.RUNNING:
@@ -53,7 +55,7 @@ def reap_stale_work() -> dict[str, int]:
     counts["runs"] = runs_requeue_stale(at)  # heavy mode's parallel runs, leased like steps
     for row in OutputRender.objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
         if OutputRender.objects.filter(pk=row.pk, status=OutputStatus.RUNNING, lease_until=row.lease_until).update(
-            status=OutputStatus.PENDING
+            status=OutputStatus.PENDING, lease_token=""
         ):
             counts["renders"] += 1
             enqueue_render(row.job_id, row.kind)
@@ -76,4 +78,6 @@ def reap_stale_work() -> dict[str, int]:
         "pk", flat=True
     ):
         enqueue_schedule(job_id)
+    # Work folders of units whose process died on this host (the other hosts sweep theirs when they next render).
+    counts["work_dirs"] = len(storage.work_dirs_sweep())
     return counts

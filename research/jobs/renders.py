@@ -1,5 +1,9 @@
 """Rendering a job's outputs (PDF, PPTX, podcast) from its latest report version, one unit per kind.
 
+Everything the job page shows is made here, once, and kept in the storage with the files: the PDF's
+page thumbnails, the deck's slide thumbnails (previews/), the podcast's chapters (Artifact.meta). A
+page view then reads the storage and the database only, on any web host.
+
 services.renders_queue() queues them; the last render to end moves the job to done or failed.
 """
 
@@ -7,7 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -16,15 +23,17 @@ from research.jobs import storage
 from research.jobs.artifacts import artifact_save_file
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
-from research.jobs.leases import lease_deadline, lease_kept
+from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
 from research.jobs.models import JobStatus, OutputRender, OutputStatus, ResearchJob
 from research.jobs.states import job_set_status
 from research.jobs.units import engine_for, now, short
 
 logger = logging.getLogger(__name__)
 
+PDF_PREVIEW_PAGES = 3  # thumbnails of the PDF's first pages on the job page
 
-def render_claim(job_id: int, kind: str) -> OutputRender | None:
+
+def render_claim(job_id: int, kind: str) -> tuple[OutputRender, str] | None:
     with transaction.atomic():
         ResearchJob.objects.filter(pk=job_id).update(updated=now())
         row = OutputRender.objects.filter(job_id=job_id, kind=kind).first()
@@ -37,14 +46,24 @@ def render_claim(job_id: int, kind: str) -> OutputRender | None:
                 status=OutputStatus.FAILED, error=f"gave up after {row.attempts} attempts (worker lost)")
             job_finish_if_rendered(job_id=job_id)
             return None
+        token = uuid.uuid4().hex
         OutputRender.objects.filter(pk=row.pk).update(status=OutputStatus.RUNNING, attempts=row.attempts + 1,
-                                                      lease_until=now() + lease_deadline())
+                                                      lease_until=now() + lease_deadline(), lease_token=token)
         event_emit(job_id=job_id, type="artifact.started", payload={"kind": kind})
-        return row
+        return row, token
 
 
-def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[tuple[str, str, Path]]:
-    """Render one output into workdir; returns (kind, name, path) for each file made."""
+@dataclass
+class _Made:
+    """What one render made in its work folder: downloads, thumbnails for the job page, facts about files."""
+
+    files: list[tuple[str, str, Path]] = field(default_factory=list)  # (artifact kind, name, path)
+    previews: dict[str, list[Path]] = field(default_factory=dict)  # thumbnail kind -> pages in order
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)  # artifact name -> Artifact.meta
+
+
+def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> _Made:
+    """Render one output into workdir."""
     # Reports say figures/<name> and the renderers take bare names: fetch the job's figures from the
     # storage into this worker's temp dir and hand over their folder.
     figures_dir = storage.files_fetch(job.pk, workdir / "job") / "figures"
@@ -55,47 +74,75 @@ def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> list[t
 
         out = render_pdf(markdown, workdir / "report.pdf", title=job.title or None, figures_dir=figures_dir,
                          locale=job.locale)
-        return [("pdf", "report.pdf", out)]
+        return _Made([("pdf", "report.pdf", out)], {"pdf": _pdf_pages(job, out, workdir / "previews")})
     if kind == "pptx":
         from research.render.pptx import render_pptx
 
         outline = engine.slide_outline(ctx, markdown)
         out = render_pptx(markdown, workdir / "slides.pptx", outline=outline, figures_dir=figures_dir,
                           locale=job.locale)
-        _slide_previews_store(job, out, workdir / "previews")
-        return [("pptx", "slides.pptx", out)]
+        return _Made([("pptx", "slides.pptx", out)], {"slide": _slide_pages(job, out, workdir / "previews")},
+                     meta={"slides.pptx": {"slide_titles": _slide_titles(out)}})
     if kind == "podcast":
         from research.render.podcast import render_podcast
 
         script = engine.podcast_script(ctx, markdown)
         res = render_podcast(script, workdir, basename="podcast")
-        return [("podcast", "podcast.mp3", res.mp3), ("transcript", "podcast.txt", res.transcript_txt),
-                ("vtt", "podcast.vtt", res.transcript_vtt)]
+        # The job page lists the chapters from here: a page view never opens the MP3.
+        chapters = [{"start": round(c.start_s, 2), "end": round(c.end_s, 2), "title": c.title} for c in res.chapters]
+        return _Made([("podcast", "podcast.mp3", res.mp3), ("transcript", "podcast.txt", res.transcript_txt),
+                      ("vtt", "podcast.vtt", res.transcript_vtt)],
+                     meta={"podcast.mp3": {"chapters": chapters, "duration_s": round(res.duration_s, 2)}})
     raise ValueError(f"unknown output {kind}")
 
 
-def _slide_previews_store(job: ResearchJob, deck: Path, out_dir: Path) -> None:
-    """PNG thumbnails of the deck for the job page (LibreOffice); the deck itself never depends on them."""
+def _pdf_pages(job: ResearchJob, pdf: Path, out_dir: Path) -> list[Path]:
+    """PNG thumbnails of the PDF's first pages (pdftoppm); the PDF itself never depends on them."""
+    from research.render.preview import PreviewError, pdf_to_png
+
+    try:
+        return pdf_to_png(pdf, out_dir, pages=PDF_PREVIEW_PAGES, dpi=40)
+    except (PreviewError, OSError) as exc:
+        logger.warning("no PDF previews for job %s: %s", job.pk, exc)
+        return []
+
+
+def _slide_pages(job: ResearchJob, deck: Path, out_dir: Path) -> list[Path]:
+    """PNG thumbnails of the deck (LibreOffice); the deck itself never depends on them."""
     from research.render.preview import PreviewError, slides_to_png
 
     try:
-        pages = slides_to_png(deck, out_dir, width_px=480)
+        return slides_to_png(deck, out_dir, width_px=480)
     except (PreviewError, OSError) as exc:
         logger.warning("no slide previews for job %s: %s", job.pk, exc)
-        return
-    for name in storage.slide_previews_list(job.pk):  # a re-render may have fewer slides
-        storage.file_delete(storage.artifact_key(job.pk, storage.SLIDE_PREVIEWS + name))
-    for page in pages:
-        storage.file_store(key=storage.artifact_key(job.pk, storage.SLIDE_PREVIEWS + page.name), path=page)
+        return []
+
+
+def _slide_titles(deck: Path) -> list[str]:
+    """Each slide's title, for the job page's outline where no thumbnails could be made (no LibreOffice)."""
+    from pptx import Presentation
+
+    titles = []
+    for slide in Presentation(str(deck)).slides:
+        shape = slide.shapes.title
+        titles.append(shape.text_frame.text.strip() if shape is not None and shape.has_text_frame else "")
+    return titles
+
+
+def _render_holder(row: OutputRender, token: str) -> None:
+    """Inside the transaction that writes the outcome: lock the row and make sure it is still ours."""
+    if not OutputRender.objects.select_for_update().filter(pk=row.pk, lease_token=token).exists():
+        raise LeaseLost(f"the {row.kind} render of job {row.job_id} passed to another worker")
 
 
 def output_render(*, job_id: int, kind: str) -> None:
-    row = render_claim(job_id, kind)
-    if row is None:
+    claimed = render_claim(job_id, kind)
+    if claimed is None:
         return
+    row, token = claimed
     job = ResearchJob.objects.get(pk=job_id)
     version = job.report_versions.order_by("-number").first()
-    with lease_kept(OutputRender, row.pk, "lease_until"):
+    with lease_kept(OutputRender, row.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
         try:
             if version is None:
                 raise ValueError("there is no report to render")
@@ -103,18 +150,29 @@ def output_render(*, job_id: int, kind: str) -> None:
             with storage.work_dir(f"render-{job_id}-{kind}") as tmp:
                 made = _render(job, kind, version.markdown, tmp)
                 with transaction.atomic():
-                    for art_kind, name, path in made:
-                        art = artifact_save_file(job=job, kind=art_kind, name=name, path=path)
+                    # Only the lease holder stores and records: a worker that was replaced writes nothing.
+                    _render_holder(row, token)
+                    for preview_kind, pages in made.previews.items():
+                        storage.previews_replace(job_id, preview_kind, pages)
+                    for art_kind, name, path in made.files:
+                        art = artifact_save_file(job=job, kind=art_kind, name=name, path=path,
+                                                 meta=made.meta.get(name, {}))
                         event_emit(job_id=job_id, type="artifact.ready",
                                    payload={"kind": art_kind, "name": name, "size": art.size,
                                             "seconds": round(time.monotonic() - started, 2)})
                     OutputRender.objects.filter(pk=row.pk).update(status=OutputStatus.DONE, error="",
-                                                                  lease_until=None, report_version=version.number)
+                                                                  lease_until=None, lease_token="",
+                                                                  report_version=version.number)
+        except LeaseLost:
+            logger.warning("the %s render of job %s passed to another worker; this one stops", kind, job_id)
+            return
         except Exception as exc:
             logger.exception("rendering %s of job %s failed", kind, job_id)
             with transaction.atomic():
+                if not OutputRender.objects.select_for_update().filter(pk=row.pk, lease_token=token).exists():
+                    return  # replaced meanwhile: the new holder reports
                 OutputRender.objects.filter(pk=row.pk).update(status=OutputStatus.FAILED, error=short(exc),
-                                                              lease_until=None)
+                                                              lease_until=None, lease_token="")
                 event_emit(job_id=job_id, type="artifact.failed", payload={"kind": kind, "error": short(exc)})
     job_finish_if_rendered(job_id=job_id)
 

@@ -215,8 +215,9 @@ def runs_requeue_stale(at: Any) -> int:
             job__status=JobStatus.RESEARCHING):
         with transaction.atomic():
             _lock(run.job_id, run.step_id)
+            # The token goes with the lease: a stalled holder can no longer renew it or write an outcome.
             n = StepRun.objects.filter(pk=run.pk, status=run.status, lease_until=run.lease_until).update(
-                status=StepStatus.QUEUED, lease_until=at + queue_grace())
+                status=StepStatus.QUEUED, lease_until=at + queue_grace(), lease_token="")
             if n:
                 count += 1
                 if run.status == StepStatus.RUNNING:

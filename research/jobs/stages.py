@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from research.agents.verify import model_judge, report_check
 from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.context import JobContext
 from research.jobs.events import event_emit
-from research.jobs.leases import lease_deadline, lease_kept
+from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
 from research.jobs.models import WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
 from research.jobs.services import plan_start, plan_version_create, renders_queue, report_version_create
 from research.jobs.states import job_set_status
@@ -32,7 +33,7 @@ from research.jobs.units import accepted_plan, engine_for, now, short, step_resu
 logger = logging.getLogger(__name__)
 
 
-def stage_claim(job_id: int) -> ResearchJob | None:
+def stage_claim(job_id: int) -> tuple[ResearchJob, str] | None:
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None or job.status not in WORKING_STATUSES:
@@ -44,29 +45,40 @@ def stage_claim(job_id: int) -> ResearchJob | None:
                            error=f"The {job.status} stage was interrupted {job.stage_attempts} times "
                                  f"(its worker kept dying); giving up.")
             return None
+        token = uuid.uuid4().hex
         fields: dict[str, Any] = {"stage_lease_until": now() + lease_deadline(),
-                                  "stage_attempts": job.stage_attempts + 1}
+                                  "stage_attempts": job.stage_attempts + 1, "stage_lease_token": token}
         if job.started_at is None:
             fields["started_at"] = now()
         ResearchJob.objects.filter(pk=job_id).update(**fields)
         for key, value in fields.items():
             setattr(job, key, value)
-        return job
+        return job, token
 
 
-def stage_release(job_id: int) -> None:
-    ResearchJob.objects.filter(pk=job_id).update(stage_lease_until=None, stage_attempts=0)
+def stage_release(job_id: int, token: str) -> None:
+    """Give the stage lease back, unless it already passed to another worker (then it is theirs)."""
+    ResearchJob.objects.filter(pk=job_id, stage_lease_token=token).update(
+        stage_lease_until=None, stage_attempts=0, stage_lease_token="")
+
+
+def _holds(job_id: int, token: str) -> bool:
+    return ResearchJob.objects.filter(pk=job_id, stage_lease_token=token).exists()
 
 
 def job_advance(*, job_id: int) -> None:
     """Run the job's current stage and the ones after it, until it waits (review, steps, renders) or ends."""
-    job = stage_claim(job_id)
-    if job is None:
+    claimed = stage_claim(job_id)
+    if claimed is None:
         return
-    with lease_kept(ResearchJob, job_id, "stage_lease_until"):
+    job, token = claimed
+    with lease_kept(ResearchJob, job_id, "stage_lease_until", token_field="stage_lease_token",  # noqa: S106
+                    token=token):
         try:
             for _ in range(10):
                 job.refresh_from_db()
+                if job.stage_lease_token != token:
+                    raise LeaseLost(f"the stage of job {job_id} passed to another worker")
                 if job.cancel_requested and not job.is_terminal:
                     job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
                     break
@@ -74,23 +86,26 @@ def job_advance(*, job_id: int) -> None:
                 if handler is None:
                     break
                 handler(job)
+        except LeaseLost:
+            # Another worker took the stage over (this one was too slow to renew): it writes the outcome.
+            logger.warning("job %s: the %s stage passed to another worker; this one stops", job_id, job.status)
         except JobCancelled:
             job.refresh_from_db()
-            if not job.is_terminal:
+            if _holds(job_id, token) and not job.is_terminal:
                 job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
         except SoftTimeLimitExceeded:
             job.refresh_from_db()
-            if not job.is_terminal:
+            if _holds(job_id, token) and not job.is_terminal:
                 job_set_status(job=job, status=JobStatus.FAILED,
                                error=f"The {job.status} stage ran over its time limit "
                                      f"({settings.CELERY_TASK_SOFT_TIME_LIMIT} s).")
         except Exception as exc:  # any failure is shown as a failure, with its reason
             logger.exception("job %s failed in stage %s", job_id, job.status)
             job.refresh_from_db()
-            if not job.is_terminal:
+            if _holds(job_id, token) and not job.is_terminal:
                 job_set_status(job=job, status=JobStatus.FAILED, error=f"{job.status} failed: {short(exc)}")
         finally:
-            stage_release(job_id)
+            stage_release(job_id, token)
 
 
 def _stage_coordinate(job: ResearchJob) -> None:

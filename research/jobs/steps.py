@@ -19,7 +19,7 @@ from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import StepResult
 from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
-from research.jobs.events import event_emit
+from research.jobs.events import event_emit, events_emit
 from research.jobs.leases import lease_deadline, lease_kept
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
 from research.jobs.runs import runs_fan_out, runs_synthesize, step_is_heavy
@@ -75,14 +75,16 @@ def job_schedule(*, job_id: int) -> None:
         ready = ready_steps(graph, done_ids=[s.step_id for s in steps if s.status == StepStatus.DONE],
                             running_ids=[s.step_id for s in steps if s.status != StepStatus.PENDING])
         by_id = {s.step_id: s for s in steps}
-        for step_id in ready[:slots]:
-            s = by_id[step_id]
-            if step_is_heavy(job, s):  # heavy mode: k parallel runs, then a synthesis (runs.py)
-                runs_fan_out(job=job, step=s)
-                continue
-            JobStep.objects.filter(pk=s.pk).update(status=StepStatus.QUEUED, lease_until=now() + queue_grace())
+        ready_now = [by_id[step_id] for step_id in ready[:slots]]
+        heavy = [s for s in ready_now if step_is_heavy(job, s)]
+        for s in heavy:  # heavy mode: k parallel runs, then a synthesis (runs.py)
+            runs_fan_out(job=job, step=s)
+        queued = [s for s in ready_now if s not in heavy]
+        JobStep.objects.filter(pk__in=[s.pk for s in queued]).update(status=StepStatus.QUEUED,
+                                                                     lease_until=now() + queue_grace())
+        events_emit(job_id=job_id, events=[("step.queued", {"step": s.step_id}) for s in queued])  # one write
+        for s in queued:
             s.status = StepStatus.QUEUED
-            event_emit(job_id=job_id, type="step.queued", payload={"step": s.step_id})
             enqueue_step(job_id, s.step_id)
         if all(s.status in _ENDED for s in steps):
             if any(s.status == StepStatus.DONE for s in steps):

@@ -7,9 +7,12 @@ worker or the web server reads it back by key (`file_open`, `files_fetch`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -109,18 +112,37 @@ def files_fetch(job_id: int, dest: Path, *, under: str = "figures/") -> Path:
     return dest
 
 
-SLIDE_PREVIEWS = "previews/"  # the deck's slide-NN.png thumbnails for the job page (not downloads)
+PREVIEWS = "previews/"  # thumbnails for the job page (not downloads): pdf-NN.png, slide-NN.png
 
 
 def file_delete(key: str) -> None:
     default_storage.delete(key)
 
 
+def previews_list(job_id: int, kind: str = "") -> list[str]:
+    """Names of the job's stored thumbnails (pdf-01.png, slide-01.png, …), of one `kind` if given, in order."""
+    prefix = job_prefix(job_id) + PREVIEWS
+    try:
+        _dirs, files = default_storage.listdir(prefix)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(n for n in files if n.endswith(".png") and n.startswith(f"{kind}-" if kind else ""))
+
+
 def slide_previews_list(job_id: int) -> list[str]:
     """Names (slide-01.png, …) of the stored slide thumbnails, in slide order."""
-    prefix = job_prefix(job_id) + SLIDE_PREVIEWS
-    return sorted(k[len(prefix):] for k in files_list(job_id)
-                  if k.startswith(prefix + "slide-") and "/" not in k[len(prefix):] and k.endswith(".png"))
+    return previews_list(job_id, "slide")
+
+
+def previews_replace(job_id: int, kind: str, pages: list[Path]) -> list[str]:
+    """Store `pages` as `<kind>-01.png`, … (in order), replacing the kind's previous thumbnails."""
+    names = [f"{kind}-{n:02d}.png" for n in range(1, len(pages) + 1)]
+    for name in previews_list(job_id, kind):
+        if name not in names:  # a re-render may have fewer pages
+            file_delete(artifact_key(job_id, PREVIEWS + name))
+    for name, page in zip(names, pages, strict=True):
+        file_store(key=artifact_key(job_id, PREVIEWS + name), path=page)
+    return names
 
 
 def files_delete(job_id: int) -> None:
@@ -131,8 +153,6 @@ def files_delete(job_id: int) -> None:
         root = Path(default_storage.path(job_prefix(job_id)))
     except NotImplementedError:  # object storage has no folders to remove
         return
-    import shutil
-
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -145,10 +165,74 @@ def file_location(key: str) -> str:
         return f"s3://{bucket}/{key}" if bucket else key
 
 
+WORK = ".work"
+_OWNER = ".owner"  # inside each work folder: locked (flock) by the process that uses it, for as long as it does
+
+
+def work_base() -> Path:
+    return Path(settings.MEDIA_ROOT) / WORK
+
+
 @contextmanager
 def work_dir(prefix: str) -> Iterator[Path]:
-    """This process's own scratch folder (under OUTPUTS_DIR/.work), removed afterwards; never shared."""
-    base = Path(settings.MEDIA_ROOT) / ".work"
+    """This process's own scratch folder (under OUTPUTS_DIR/.work), removed afterwards; never shared.
+
+    The folder holds a lock file that this process keeps locked while it works; a process that dies
+    (kill -9) drops the lock, so the next unit that opens a work folder on this host, or the reaper,
+    removes what it left (work_dirs_sweep).
+    """
+    base = work_base()
     base.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=base, prefix=f"{prefix}-{os.getpid()}-") as tmp:
-        yield Path(tmp)
+    work_dirs_sweep()
+    path = Path(tempfile.mkdtemp(dir=base, prefix=f"{prefix}-{os.getpid()}-"))
+    owner = os.open(path / _OWNER, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(owner, fcntl.LOCK_EX)  # blocking: a sweeper may hold it for an instant while it looks
+        os.write(owner, str(os.getpid()).encode())  # written under the lock: a sweeper skips an unwritten one
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(owner)
+
+
+def work_dirs_sweep(*, orphan_age_s: float | None = None) -> list[str]:
+    """Remove this host's work folders whose process is gone; returns their names.
+
+    A folder whose lock file is written but no longer locked belongs to a dead process. A folder with no
+    lock file at all (or one never written) is removed once it is older than the longest a unit may run
+    (the hard time limit), so a process killed between making the folder and locking it is also cleaned.
+    """
+    base = work_base()
+    try:
+        entries = list(os.scandir(base))
+    except FileNotFoundError:
+        return []
+    age_limit = orphan_age_s if orphan_age_s is not None else float(settings.CELERY_TASK_TIME_LIMIT or 3600)
+    removed = []
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        if _work_dir_abandoned(Path(entry.path), age_limit):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.name)
+    return removed
+
+
+def _work_dir_abandoned(path: Path, age_limit: float) -> bool:
+    try:
+        fd = os.open(path / _OWNER, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        try:
+            return time.time() - path.stat().st_mtime > age_limit
+        except FileNotFoundError:
+            return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its process is alive and working
+        if os.fstat(fd).st_size > 0:
+            return True  # locked once, unlocked now: the process died
+        return time.time() - path.stat().st_mtime > age_limit
+    finally:
+        os.close(fd)  # drops our lock

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from research.agents.engines import get_engine
 from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
+from research.jobs.leases import LeaseLost, lease_check
 from research.jobs.models import TERMINAL_STATUSES, JobStep, ResearchJob, StepStatus
 
 logger = logging.getLogger(__name__)
@@ -30,10 +31,12 @@ def queue_grace() -> timedelta:
 
 def still_wanted(job_id: int) -> None:
     """Call inside the write transaction that ends a stage: raise JobCancelled if the job was cancelled
-    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`."""
+    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`;
+    raise LeaseLost if the stage passed to another worker meanwhile (only the holder writes an outcome)."""
     row = ResearchJob.objects.select_for_update().filter(pk=job_id).values("status", "cancel_requested").first()
     if row is None or row["cancel_requested"] or row["status"] in TERMINAL_STATUSES:
         raise JobCancelled("The job was cancelled.")
+    lease_check(ResearchJob, job_id)
 
 
 def short(exc: BaseException) -> str:
@@ -82,6 +85,8 @@ def unit_outcome(work: Callable[[], StepResult], finish: Callable[..., bool], *,
             raise ValueError("the step produced an empty report")
         finish(status=StepStatus.DONE, result_md=result.report_md,
                result={"figures": result.figures, "notes": jsonable(result.notes)})
+    except LeaseLost:  # another worker holds the unit now: its outcome is the one that counts
+        logger.info("%s: the lease passed to another worker; stopping without an outcome", label)
     except JobCancelled:
         finish(status=StepStatus.CANCELLED, error="cancelled")
     except SoftTimeLimitExceeded:

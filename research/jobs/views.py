@@ -35,7 +35,7 @@ from research.jobs.forms import (
     plan_rows_from_post,
     report_markdown_problem,
 )
-from research.jobs.media import job_media, preview_dir
+from research.jobs.media import job_media
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
 from research.jobs.search_check import search_check_latest
 from research.ratelimit import ratelimited
@@ -445,17 +445,14 @@ def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileRespo
 @login_required
 @require_GET
 def job_preview(request: HttpRequest, job_id: int, name: str) -> FileResponse:
-    """A PNG page preview made by research/jobs/media.py; owner-only like every job URL."""
+    """A PNG thumbnail the render stored (PDF pages, slides); owner-only like every job URL.
+
+    Served from the storage, so every web host answers it; only a name the storage lists is opened.
+    """
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
-    if name in storage.slide_previews_list(job.pk):  # slide thumbnails live in the storage
-        handle = storage.file_open(storage.artifact_key(job.pk, storage.SLIDE_PREVIEWS + name))
-        response = FileResponse(handle, content_type="image/png")
-        response["X-Content-Type-Options"] = "nosniff"
-        return response
-    root = preview_dir(job.pk).resolve()
-    path = (root / name).resolve()
-    if not name.endswith(".png") or not path.is_relative_to(root) or not path.is_file():
+    if name not in storage.previews_list(job.pk):
         raise Http404("No such preview")
-    response = FileResponse(path.open("rb"), content_type="image/png")
+    handle = storage.file_open(storage.artifact_key(job.pk, storage.PREVIEWS + name))
+    response = FileResponse(handle, content_type="image/png")
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -1,4 +1,5 @@
-"""Podcast: TTS per line (parallel) → one ffmpeg pass (pauses, loudness, MP3) → ID3 chapters + transcripts.
+"""Podcast: TTS per line (parallel, one process per core) → one WAV with the pauses → loudness measured →
+one ffmpeg encode (gain, peak limiter, MP3) → ID3 chapters + transcripts.
 
 Fails loudly: a line that errors or comes back silent fails the whole podcast with a
 `PodcastError` naming the line, and the final MP3 is checked (duration against the
@@ -7,18 +8,18 @@ expected sum, mean volume above a floor) before anything is reported as done.
 
 from __future__ import annotations
 
-import array
 import json
 import math
+import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import wave
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from mutagen.id3 import CHAP, CTOC, ID3, TIT2, TLAN, TPE1, CTOCFlags
 
 from research import textre
@@ -31,6 +32,8 @@ PAUSE_S = 0.35  # between lines of one section
 SECTION_PAUSE_S = 0.5  # a slightly longer breath where the topic changes
 MIN_LINE_DB = -50.0  # a line quieter than this (RMS dBFS) is treated as silent
 MIN_OUTPUT_MEAN_DB = -60.0
+TARGET_LUFS = -16.0  # EBU R128 loudness for speech
+LIMIT = 10 ** (-1.5 / 20)  # peaks under -1.5 dBFS
 DURATION_TOLERANCE_S = 1.0
 FFMPEG_TIMEOUT_S = 600.0
 
@@ -131,13 +134,10 @@ def _wav_stats(path: Path) -> tuple[float, float]:
         raise TTSError(f"unreadable WAV: {exc}") from exc
     if width != 2:
         return _probe_duration(path), _volume(path)[0]
-    samples = array.array("h")
-    samples.frombytes(data[: len(data) - len(data) % 2])
-    if sys.byteorder == "big":
-        samples.byteswap()
-    if not samples or rate <= 0:
+    samples = np.frombuffer(data[: len(data) - len(data) % 2], dtype="<i2").astype(np.float64)
+    if not samples.size or rate <= 0:
         return 0.0, -math.inf
-    mean_square = math.fsum(s * s for s in samples) / len(samples)
+    mean_square = float(np.mean(samples * samples))
     rms_db = 10 * math.log10(mean_square / 32768.0**2) if mean_square > 0 else -math.inf
     return len(samples) / max(1, channels) / rate, rms_db
 
@@ -220,28 +220,80 @@ def _volume(path: Path) -> tuple[float, float]:
     return float(mean.group(1)), float(peak.group(1))
 
 
-def _mix(lines: list[_LineAudio], gaps: list[float], out_path: Path, work: Path) -> None:
-    """One ffmpeg pass: every line resampled, pauses from anullsrc, concat, loudnorm, MP3."""
-    parts: list[str] = []
-    labels: list[str] = []
-    for i in range(len(lines)):
-        parts.append(f"[{i}:a]aformat=sample_fmts=fltp:sample_rates={SAMPLE_RATE}:channel_layouts=mono[a{i}]")
-        labels.append(f"[a{i}]")
-        if i < len(gaps):
-            parts.append(f"anullsrc=r={SAMPLE_RATE}:cl=mono,atrim=duration={gaps[i]:.3f}[p{i}]")
-            labels.append(f"[p{i}]")
-    parts.append(f"{''.join(labels)}concat=n={len(labels)}:v=0:a=1[cat]")
-    # EBU R128 loudness for speech; loudnorm resamples internally, so resample back afterwards.
-    parts.append(f"[cat]loudnorm=I=-16:TP=-1.5:LRA=11,aresample={SAMPLE_RATE}[out]")
-    script = work / "filter.txt"
-    script.write_text(";\n".join(parts), encoding="utf-8")
-    inputs = [arg for line in lines for arg in ("-i", str(line.path))]
+def _assemble(lines: list[_LineAudio], gaps: list[float], out_path: Path) -> float:
+    """Every line and the pauses between them as one PCM WAV (no ffmpeg); returns its length in seconds.
+
+    The lines of one backend share one format; a line that differs (another backend's voice in a mixed
+    line was joined already, so this is rare) is converted to the first line's format first.
+    """
+    params = []
+    for line in lines:
+        with wave.open(str(line.path), "rb") as handle:
+            params.append((handle.getnchannels(), handle.getsampwidth(), handle.getframerate()))
+    channels, width, rate = params[0]
+    for line, param in zip(lines, params, strict=True):
+        if param != params[0]:
+            fixed = line.path.with_suffix(".fixed.wav")
+            proc = _ffmpeg(["-v", "error", "-y", "-i", str(line.path), "-ac", str(channels), "-ar", str(rate),
+                            "-sample_fmt", "s16", str(fixed)])  # fmt: skip
+            if proc.returncode != 0:
+                raise PodcastError(f"could not convert {line.path.name}: {proc.stderr.strip()[-200:]}")
+            fixed.replace(line.path)
+    frames = 0
+    with wave.open(str(out_path), "wb") as out:
+        out.setnchannels(channels)
+        out.setsampwidth(width)
+        out.setframerate(rate)
+        for i, line in enumerate(lines):
+            with wave.open(str(line.path), "rb") as handle:
+                n = handle.getnframes()
+                out.writeframes(handle.readframes(n))
+                frames += n
+            if i < len(gaps):
+                silence = round(gaps[i] * rate)
+                out.writeframes(b"\x00" * (silence * channels * width))
+                frames += silence
+    return frames / rate
+
+
+def _loudness(path: Path) -> float:
+    """Integrated loudness (EBU R128, LUFS) of a WAV: one fast ffmpeg pass (ebur128 measures, writes nothing)."""
+    proc = _ffmpeg(["-nostats", "-i", str(path), "-af", "ebur128=framelog=verbose", "-f", "null", "-"])
+    value = _number_after(proc.stderr[proc.stderr.rfind("Summary:"):], "I:")
+    if proc.returncode != 0 or value is None:
+        raise PodcastError(f"could not measure the loudness of the podcast: {proc.stderr.strip()[-300:]}")
+    return value
+
+
+def _number_after(text: str, label: str) -> float | None:
+    """The number that follows the last `label` in ffmpeg's log (e.g. "I:  -20.4 LUFS"); None if absent."""
+    at = text.rfind(label)
+    words = text[at + len(label):].split() if at >= 0 else []
+    try:
+        return float(words[0]) if words else None
+    except ValueError:
+        return None
+
+
+def _encode(wav: Path, out_path: Path, gain_db: float) -> float:
+    """One ffmpeg pass: gain to the loudness target, a peak limiter, 24 kHz MP3; returns the mean volume (dB).
+
+    The gain is linear (measured once by _loudness), so the voices sound as synthesized; the limiter keeps
+    peaks under the -1.5 dBTP target. volumedetect listens to the same stream, so no second decode is needed.
+    """
+    graph = (f"[0:a]volume={gain_db:.2f}dB,alimiter=limit={LIMIT:.3f}:level=disabled,"
+             f"aresample={SAMPLE_RATE},asplit=2[out][m];[m]volumedetect,anullsink")
     proc = _ffmpeg(
-        ["-v", "error", "-y", *inputs, "-filter_complex_script", str(script), "-map", "[out]",
-         "-c:a", "libmp3lame", "-b:a", "64k", "-ar", str(SAMPLE_RATE), "-ac", "1", str(out_path)]
+        ["-nostats", "-y", "-i", str(wav), "-filter_complex", graph, "-map", "[out]",
+         "-c:a", "libmp3lame", "-b:a", "64k", "-compression_level", "7", "-ar", str(SAMPLE_RATE), "-ac", "1",
+         str(out_path)]
     )  # fmt: skip
     if proc.returncode != 0 or not out_path.exists():
-        raise PodcastError(f"ffmpeg failed to mix the podcast: {proc.stderr.strip()[-400:]}")
+        raise PodcastError(f"ffmpeg failed to encode the podcast: {proc.stderr.strip()[-400:]}")
+    mean = _number_after(proc.stderr, "mean_volume:")
+    if mean is None:
+        raise PodcastError("could not measure the volume of the podcast")
+    return mean
 
 
 def _timestamp(seconds: float, *, vtt: bool = True) -> str:
@@ -315,15 +367,26 @@ def _chapters(script: PodcastScript, cues: list[Cue], total: float) -> list[Chap
     ]
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def render_podcast(
     script: PodcastScript,
     out_dir: Path,
     *,
     basename: str = "podcast",
     backend: TTSBackend | None = None,
-    max_workers: int = 4,
+    max_workers: int | None = None,
 ) -> PodcastResult:
-    """Synthesize, mix and verify the podcast; writes `<basename>.mp3/.txt/.vtt` into `out_dir`."""
+    """Synthesize, mix and verify the podcast; writes `<basename>.mp3/.txt/.vtt` into `out_dir`.
+
+    Lines are synthesized in parallel, one TTS process per core (`max_workers`, default the CPUs this
+    process may use), joined into one WAV in Python and encoded once.
+    """
     if not script.lines:
         raise PodcastError("the script has no lines")
     backend = backend or choose_backend(locale=script.locale)
@@ -332,7 +395,7 @@ def render_podcast(
     with tempfile.TemporaryDirectory(prefix=".podcast-", dir=out_dir) as tmp:
         work = Path(tmp)
         audio: list[_LineAudio | None] = [None] * len(script.lines)
-        with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, max_workers or _cores())) as pool:
             futures: dict[Future[_LineAudio], int] = {
                 pool.submit(_synthesize_line, backend, i, line.text, line.speaker, script.locale, work): i
                 for i, line in enumerate(script.lines)
@@ -362,12 +425,15 @@ def render_podcast(
             clock += clip.duration_s + (gaps[i] if i < len(gaps) else 0.0)
         expected_total = clock
 
+        joined = work / "all.wav"
+        _assemble(lines, gaps, joined)
+        loudness = _loudness(joined)
+        gain = TARGET_LUFS - loudness if math.isfinite(loudness) else 0.0
         mixed = work / "mix.mp3"
-        _mix(lines, gaps, mixed, work)
+        mean_db = _encode(joined, mixed, gain)
         duration = _probe_duration(mixed)
         if abs(duration - expected_total) > max(DURATION_TOLERANCE_S, 0.02 * expected_total):
             raise PodcastError(f"mixed podcast is {duration:.2f}s but its lines add up to {expected_total:.2f}s")
-        mean_db, _peak_db = _volume(mixed)
         if mean_db <= MIN_OUTPUT_MEAN_DB:
             raise PodcastError(f"mixed podcast is silent (mean volume {mean_db:.1f} dB)")
 

@@ -1,4 +1,4 @@
-"""Slide previews: PPTX → PDF with headless LibreOffice Impress → one PNG per slide with pdftoppm.
+"""Previews: PPTX → PDF with headless LibreOffice Impress → one PNG per slide with pdftoppm; a PDF's first pages.
 
 Used by the tests (to look at every slide) and by the job page's slide preview. LibreOffice
 runs with a private profile owned by this process (created on first use, removed at exit), so
@@ -98,3 +98,23 @@ def slides_to_png(pptx_path: Path, out_dir: Path, *, width_px: int = DEFAULT_WID
             page.rename(target)
         named.append(target)
     return named
+
+
+def pdf_to_png(pdf_path: Path, out_dir: Path, *, pages: int, dpi: int = 40) -> list[Path]:
+    """Render the first `pages` pages of a PDF to `out_dir/page-1.png`, … (pdftoppm); returns them in order."""
+    if shutil.which("pdftoppm") is None:
+        raise PreviewError("pdftoppm (poppler-utils) is not installed")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("page-*.png"):
+        old.unlink()
+    proc = subprocess.run(
+        ["pdftoppm", "-png", "-r", str(dpi), "-f", "1", "-l", str(pages), str(pdf_path), str(out_dir / "page")],
+        capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise PreviewError(f"pdftoppm failed: {proc.stderr.strip()[-300:]}")
+    made = sorted(out_dir.glob("page-*.png"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    if not made:
+        raise PreviewError("no page images were produced")
+    return made

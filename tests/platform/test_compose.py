@@ -14,7 +14,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = {"SECRET_KEY": "k" * 50, "ALLOWED_HOSTS": "research.example.com", "POSTGRES_PASSWORD": "pg-secret",
-           "MINIO_ROOT_USER": "minio-user", "MINIO_ROOT_PASSWORD": "minio-secret"}
+           "MINIO_ROOT_USER": "minio-user", "MINIO_ROOT_PASSWORD": "minio-secret",
+           "SITE_URL": "https://research.example.com"}  # SITE_URL: no secret, but required (MCP file links)
 APP = ("migrate", "web", "worker", "render", "beat")
 
 
@@ -35,7 +36,7 @@ def compose_config(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedP
         pytest.skip("neither the docker compose plugin nor docker-compose is installed")
     # A copy, so no developer's .env next to the real file changes the outcome.
     shutil.copy(ROOT / "docker-compose.yml", tmp_path / "docker-compose.yml")
-    clean = {k: v for k, v in os.environ.items() if k not in SECRETS}
+    clean = {k: v for k, v in os.environ.items() if k not in SECRETS and k != "APP_TAG"}
     return subprocess.run([*cli, "-f", str(tmp_path / "docker-compose.yml"), "config"], cwd=tmp_path,
                           env={**clean, **env}, capture_output=True, text=True, timeout=60)
 
@@ -61,10 +62,47 @@ def services() -> dict[str, Any]:
     return dict(yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"])
 
 
-def test_every_image_has_a_pinned_tag(services):
-    for name, service in services.items():
+@pytest.fixture(scope="module")
+def resolved(tmp_path_factory) -> dict[str, Any]:
+    """The services as Compose resolves them (anchors merged, variables filled in)."""
+    done = compose_config(tmp_path_factory.mktemp("compose"), SECRETS)
+    assert done.returncode == 0, done.stderr
+    return dict(yaml.safe_load(done.stdout)["services"])
+
+
+def test_every_image_has_an_exact_tag(resolved):
+    for name, service in resolved.items():
         image = str(service.get("image", ""))
-        assert ":" in image, f"{name}: image {image!r} has no tag"
+        repo, _, tag = image.rpartition(":")
+        assert repo and tag and "/" not in tag, f"{name}: image {image!r} has no tag"
+        assert tag not in ("latest", "stable", "main", "edge"), f"{name}: {image} is not pinned"
+        # A bare major ("16", "7") floats to every new release; a release names at least major.minor
+        # (PostgreSQL's 16.6 is exact; 7.4.1, v0.33.0, 2025.5.13-1a8884f, MinIO's RELEASE.2025-…).
+        version = tag.split("-")[0]
+        assert "." in version or tag.startswith("RELEASE."), f"{name}: {image} is not an exact version"
+
+
+def test_every_long_running_app_service_has_a_health_check(resolved):
+    for name in APP:
+        if name == "migrate":  # one-shot: it exits when done
+            continue
+        check = resolved[name].get("healthcheck") or {}
+        assert check.get("test") and not check.get("disable"), f"{name} has no health check"
+        assert "research.healthcheck" in " ".join(check["test"]), (name, check["test"])
+    assert resolved["beat"]["environment"]["BEAT_HEARTBEAT_FILE"], "beat's check reads the reaper's heartbeat"
+
+
+def test_production_settings_and_the_render_image(resolved):
+    for name in APP:
+        assert resolved[name]["environment"]["SITE_URL"] == SECRETS["SITE_URL"], name
+    render = resolved["render"]
+    assert render["build"]["target"] == "render" and render["image"].startswith("deep-research-render:")
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    stages = {line.split()[-1]: line for line in dockerfile.splitlines() if line.startswith("FROM ")}
+    assert set(stages) == {"app", "render"}, stages
+    assert stages["app"].split()[1].split(":")[1].split("-")[0].count(".") == 2, f"base not exact: {stages['app']}"
+    render_stage = dockerfile[dockerfile.index(stages["render"]):]
+    assert "libreoffice-impress" in render_stage and "soffice --version" in render_stage
 
 
 def test_app_services_wait_for_the_one_shot_migration(services):
@@ -79,7 +117,7 @@ def test_app_services_wait_for_the_one_shot_migration(services):
 
 
 def test_web_and_workers_have_health_checks_that_exist(services):
-    for name in ("web", "worker", "render"):
+    for name in ("web", "worker", "render", "beat"):
         check = services[name]["healthcheck"]["test"]
         assert "research.healthcheck" in " ".join(check), name
     assert (ROOT / "research" / "healthcheck.py").exists()

@@ -108,3 +108,22 @@ async def test_bad_origin_is_refused(alice):
     comm = WebsocketCommunicator(application, f"/ws/jobs/{job.pk}/", headers=[(b"origin", b"http://evil.example")])
     connected, _ = await comm.connect()
     assert not connected
+
+
+async def test_a_batch_of_events_gets_consecutive_seqs_and_streams_live_in_order(alice):
+    from research.jobs.events import events_emit
+
+    job = await _job_with_events(alice, 1)  # seq 1 (queued) + 1
+    comm = _communicator(job.pk, alice)
+    await comm.connect()
+    await comm.send_json_to({"type": "subscribe", "after": 2})
+    batch = [("step.queued", {"step": s}) for s in ("s1", "s2", "s3")]
+    stored = await database_sync_to_async(events_emit)(job_id=job.pk, events=batch)
+    assert [e.seq for e in stored] == [3, 4, 5]
+    got = [await comm.receive_json_from(timeout=3) for _ in range(3)]
+    assert [(m["seq"], m["payload"]["step"]) for m in got] == [(3, "s1"), (4, "s2"), (5, "s3")]
+    assert all(isinstance(m["ts"], float) for m in got)
+    assert await comm.receive_nothing(timeout=0.3)
+    job_row = await database_sync_to_async(ResearchJob.objects.get)(pk=job.pk)
+    assert job_row.event_seq == 5
+    await comm.disconnect()

@@ -6,9 +6,11 @@ checked against the database alone, with the broker replaced by a list of the un
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from research.agents.types import Plan, PlanStep
@@ -198,7 +200,7 @@ def test_reaper_resends_lapsed_and_lost_units_and_times_out_reviews(alice, bob, 
 
     counts = reap_stale_work()
 
-    assert counts == {"stages": 1, "steps": 1, "runs": 0, "renders": 1, "reviews": 1, "documents": 0}
+    assert counts == {"stages": 1, "steps": 1, "runs": 0, "renders": 1, "reviews": 1, "documents": 0, "work_dirs": 0}
     assert ("advance", lapsed_stage.pk) in sent and ("advance", held_stage.pk) not in sent
     assert ("step", research.pk, "a") in sent and ("step", research.pk, "b") not in sent
     assert ("render", rendering.pk, "pdf") in sent and ("render", rendering.pk, "pptx") not in sent
@@ -215,3 +217,81 @@ def test_reaper_leaves_a_review_before_its_deadline(alice, sent):
     assert reap_stale_work()["reviews"] == 0
     job.refresh_from_db()
     assert job.status == JobStatus.AWAITING_REVIEW
+
+
+# --- fencing: a holder that was replaced writes nothing ---------------------------------------------------
+
+
+def _take_over(model: type, pk: int, field: str) -> None:
+    """What happens when a holder stops renewing: its lease lapses and the reaper hands the unit on."""
+    model.objects.filter(pk=pk).update(**{field: timezone.now() - timedelta(seconds=1)})
+    reap_stale_work()
+
+
+def test_a_replaced_render_holder_cannot_record_its_outcome(alice, sent):
+    from research.jobs.leases import LeaseLost
+    from research.jobs.renders import _render_holder
+
+    job = services.job_create(user=alice, question="q?", options={"outputs": "pdf"})
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.RENDERING)
+    first, old_token = render_claim(job.pk, "pdf")  # type: ignore[misc]
+    _take_over(OutputRender, first.pk, "lease_until")
+    assert OutputRender.objects.get(pk=first.pk).lease_token == ""  # the reaper took the token away
+    second, new_token = render_claim(job.pk, "pdf")  # type: ignore[misc]
+    assert new_token != old_token
+    with pytest.raises(LeaseLost), transaction.atomic():
+        _render_holder(first, old_token)
+    with transaction.atomic():
+        _render_holder(second, new_token)  # the holder passes
+
+
+@pytest.mark.django_db(transaction=True)  # lease_kept's thread uses its own connection
+def test_a_replaced_stage_holder_cannot_end_the_stage_or_release_the_new_lease(alice, sent):
+    from research.jobs.leases import LeaseLost, lease_kept
+    from research.jobs.stages import stage_release
+    from research.jobs.units import still_wanted
+
+    job = services.job_create(user=alice, question="q?", options={})
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.PLANNING)
+    _, old_token = stage_claim(job.pk)  # type: ignore[misc]
+    ResearchJob.objects.filter(pk=job.pk).update(stage_lease_until=timezone.now() - timedelta(seconds=1))
+    _, new_token = stage_claim(job.pk)  # type: ignore[misc]
+    with lease_kept(ResearchJob, job.pk, "stage_lease_until", token_field="stage_lease_token",
+                    token=old_token) as lease:
+        with pytest.raises(LeaseLost), transaction.atomic():
+            still_wanted(job.pk)  # inside the transaction that would write the plan / the report
+        assert lease.lost.is_set()
+    with lease_kept(ResearchJob, job.pk, "stage_lease_until", token_field="stage_lease_token",
+                    token=new_token), transaction.atomic():
+        still_wanted(job.pk)
+    stage_release(job.pk, old_token)
+    job.refresh_from_db()
+    assert job.stage_lease_token == new_token and job.stage_lease_until is not None
+    stage_release(job.pk, new_token)
+    job.refresh_from_db()
+    assert job.stage_lease_token == "" and job.stage_lease_until is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_notices_a_lost_lease_and_the_next_checkpoint_stops(alice, sent, settings):
+    from research.jobs.context import JobContext
+    from research.jobs.leases import LeaseLost, lease_kept
+
+    settings.STEP_LEASE_S = 1  # renewals every 0.25 s
+    job = researching_job(alice, [PlanStep(id="a", title="A")])
+    claimed = step_claim(job.pk, "a")
+    assert claimed is not None
+    _, step, token = claimed
+    with lease_kept(JobStep, step.pk, "lease_until", token_field="lease_token", token=token) as lease:
+        time.sleep(0.6)
+        assert not lease.lost.is_set()
+        before = JobStep.objects.get(pk=step.pk).lease_until
+        _take_over(JobStep, step.pk, "lease_until")  # the step is queued again, its token gone
+        deadline = time.monotonic() + 10
+        while not lease.lost.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lease.lost.is_set(), "the renewal thread did not notice the takeover"
+        with pytest.raises(LeaseLost):
+            JobContext(job, step_id="a").check_cancelled()
+    row = JobStep.objects.get(pk=step.pk)
+    assert row.status == StepStatus.QUEUED and row.lease_until > before  # the reaper's grace, not a renewal

@@ -99,7 +99,9 @@ class Hosts:
     stack: Stack
     web_dir: Path
     worker_dirs: list[Path]
+    web2_dir: Path | None = None  # a second web host, as behind a load balancer without sticky sessions
     web: AsgiServer | None = None
+    web2: AsgiServer | None = None
     workers: list[WorkerProcess] = field(default_factory=list)
 
     def host_env(self, host: Path) -> dict[str, str]:
@@ -113,6 +115,10 @@ class Hosts:
         self.web = AsgiServer(self.host_env(self.web_dir), cwd=self.web_dir)
         self.stack.servers.append(self.web)
         self.web.start()
+        if self.web2_dir is not None:
+            self.web2 = AsgiServer(self.host_env(self.web2_dir), cwd=self.web2_dir)
+            self.stack.servers.append(self.web2)
+            self.web2.start()
         for index, host in enumerate(self.worker_dirs):
             worker = WorkerProcess(self.host_env(host), concurrency=2, name=f"host{index + 1}-{os.getpid()}",
                                    cwd=host)
@@ -122,7 +128,7 @@ class Hosts:
     def local_files(self) -> dict[str, list[str]]:
         """Every file left on each host's local disk (temp folders are expected to be gone)."""
         out: dict[str, list[str]] = {}
-        for host in [self.web_dir, *self.worker_dirs]:
+        for host in [self.web_dir, *([self.web2_dir] if self.web2_dir else []), *self.worker_dirs]:
             out[host.name] = sorted(str(p.relative_to(host)) for p in (host / "outputs").rglob("*") if p.is_file())
         return out
 
@@ -134,7 +140,8 @@ def hosts(quiet_other_workers, fault_env, fault_broker, fault_llm, fault_redis, 
                S3_REGION="us-east-1", **S3_KEYS)
     stack = Stack(env, fault_llm, fault_redis)
     hosts = Hosts(env=env, stack=stack, web_dir=make_host(tmp_path, "web-host"),
-                  worker_dirs=[make_host(tmp_path, "worker-host-1"), make_host(tmp_path, "worker-host-2")])
+                  worker_dirs=[make_host(tmp_path, "worker-host-1"), make_host(tmp_path, "worker-host-2")],
+                  web2_dir=make_host(tmp_path, "web-host-2"))
     try:
         hosts.start()
         yield hosts

@@ -1,11 +1,13 @@
-"""Web and two workers as three hosts (own code checkout, own OUTPUTS_DIR) over one PostgreSQL, one Redis and
-one S3-compatible server: a whole job's four outputs download through the web host, and a worker host
+"""Two web hosts and two workers as four hosts (own code checkout, own OUTPUTS_DIR) over one PostgreSQL, one
+Redis and one S3-compatible server: a whole job's four outputs download through the web host, every preview
+on the job page answers from either web host (no shared disk, no sticky sessions), and a worker host
 killed with SIGKILL mid-job leaves its work to the other."""
 
 from __future__ import annotations
 
 import io
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -69,6 +71,30 @@ def check_downloads(client: httpx.Client, job: ResearchJob, tmp: Path) -> None:
             assert art.size == len(got[art.name]), art.name
 
 
+def check_previews_on_both_web_hosts(client: httpx.Client, hosts: Hosts, job: ResearchJob) -> None:
+    """The job page is rendered by the first web host only; every thumbnail URL it lists (PDF pages, slides)
+    answers 200 with a PNG from the second one, which never rendered the page, and then from the first.
+    The second host's page lists the same thumbnails and the podcast's chapters."""
+    assert hosts.web is not None and hosts.web2 is not None
+
+    def listed(base: str) -> list[str]:
+        page = client.get(f"{base}/jobs/{job.pk}/")
+        assert page.status_code == 200, page.text[:300]
+        assert 'class="chapter"' in page.text, "the podcast's chapters are listed"
+        return sorted(set(re.findall(rf'src="(/jobs/{job.pk}/previews/[^"]+)"', page.text)))
+
+    urls = listed(hosts.web.url)
+    assert [u for u in urls if "/pdf-" in u], urls
+    if shutil.which("soffice") or shutil.which("libreoffice"):
+        assert [u for u in urls if "/slide-" in u], urls
+    for url in urls:
+        for base in (hosts.web2.url, hosts.web.url):
+            response = client.get(base + url)
+            assert response.status_code == 200, (base, url, response.status_code)
+            assert response.content.startswith(b"\x89PNG\r\n\x1a\n"), (base, url)
+    assert listed(hosts.web2.url) == urls
+
+
 def test_a_whole_job_runs_across_hosts_and_downloads_through_the_web_host(hosts: Hosts, s3_server, tmp_path):
     client = sign_in(hosts.web.url)  # type: ignore[union-attr]
     job = services.job_create(user=User.objects.get(username="alice"), question=QUESTION,
@@ -78,10 +104,14 @@ def test_a_whole_job_runs_across_hosts_and_downloads_through_the_web_host(hosts:
     check_event_log(job)
     check_downloads(client, job, tmp_path)
 
+    # Every preview on the job page answers 200 from either web host, whichever one rendered the page.
+    check_previews_on_both_web_hosts(client, hosts, job)
+
     # The files live in the bucket, not on any host's disk (temp folders are cleaned up).
     keys = s3_server.keys()
     assert {f"jobs/{job.pk}/{name}" for name in FILES} <= keys, keys
-    assert hosts.local_files() == {h.name: [] for h in [hosts.web_dir, *hosts.worker_dirs]}
+    assert any(k.startswith(f"jobs/{job.pk}/previews/pdf-") for k in keys), keys
+    assert hosts.local_files() == {h.name: [] for h in [hosts.web_dir, hosts.web2_dir, *hosts.worker_dirs]}
 
     # Work really was spread: both worker hosts ran tasks of this job.
     for worker in hosts.workers:
@@ -96,6 +126,16 @@ def test_a_whole_job_runs_across_hosts_and_downloads_through_the_web_host(hosts:
     outsider.post("/accounts/login/", data={"username": "charlie", "password": "charlie-pass-123",
                                             "csrfmiddlewaretoken": token.group(1)})
     assert outsider.get(f"/jobs/{job.pk}/files/report.pdf").status_code == 404
+    assert outsider.get(f"/jobs/{job.pk}/previews/pdf-01.png").status_code == 404
+
+    # Deleting the job (through the second web host) deletes its thumbnails with its files.
+    page = client.get(f"{hosts.web2.url}/jobs/{job.pk}/")  # type: ignore[union-attr]
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token
+    done = client.post(f"{hosts.web2.url}/jobs/{job.pk}/delete/",  # type: ignore[union-attr]
+                       data={"csrfmiddlewaretoken": token.group(1)}, headers={"Referer": hosts.web2.url + "/"})
+    assert done.status_code == 302, done.text[:300]
+    assert not [k for k in s3_server.keys() if k.startswith(f"jobs/{job.pk}/")]
 
 
 def test_a_worker_host_killed_mid_job_leaves_its_work_to_the_other(hosts: Hosts, tmp_path):

@@ -180,7 +180,7 @@ class BeatProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"beat exited early:\n{self.log.read_text(errors='replace')[-3000:]}")
-            if "Sending due task" in self.log.read_text(errors="replace"):
+            if "Scheduler: " in self.log.read_text(errors="replace"):  # it logs each due task it runs or sends
                 return self
             time.sleep(0.2)
         raise RuntimeError("beat did not send its first task in 60 s")
