@@ -9,6 +9,7 @@ here is extractive: it reorganizes the report's sentences, it never invents cont
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from research import textre
@@ -240,19 +241,97 @@ def slide_outline(doc: ReportDocument) -> SlideOutline:
         context = sentences[:2]
         if section.tables or section.figures:
             merged_from.append(_Pending(["…"] * 3, []))  # nothing joins a slide across a table or figure
-        for table in section.tables:
-            rows = [list(table.header)[:MAX_TABLE_COLS]] + [list(r)[:MAX_TABLE_COLS] for r in table.rows]
-            rows = rows[:MAX_TABLE_ROWS]
-            intro = _t(zh, f"Table from “{name}”.", f"本表来自“{name}”一节。")
-            cited = _sources_line(doc, [Sentence("", table.citations)], zh) if table.citations else ""
-            notes = _join([intro, _notes(doc, context, zh)] + ([cited] if cited else []))
-            slides.append(Slide(title=name, table=rows, notes=notes))
-        for figure in section.figures:
-            caption = figure.caption or _t(zh, f"A figure for “{name}”.", f"“{name}”的配图。")
-            slides.append(Slide(title=figure.caption or name, figure=figure.name,
-                                notes=_join([caption, _notes(doc, context, zh)])))  # fmt: skip
+        slides.extend(_visual_slides(doc, section, name, context, zh))
     flush()
+    # Section-by-section filling leaves slides half empty when sections are short or just over a slide
+    # (a two-sentence answer, a six-bullet list): past the word rule's bound, pack across sections instead.
+    high = expected_slide_count(doc)[1]
+    if sum(1 for s in slides if s.bullets) > high:
+        packed = _packed_slides(doc, zh, bullet_slide)
+        if packed is not None and sum(1 for s in packed if s.bullets) < sum(1 for s in slides if s.bullets):
+            slides = packed
     return SlideOutline(title=doc.title, subtitle=_t(zh, "Research report", "研究报告"), slides=slides)
+
+
+def _visual_slides(doc: ReportDocument, section: Section, name: str, context: list[Sentence], zh: bool) -> list[Slide]:
+    """A section's table and figure slides, each with notes that say where it comes from."""
+    out: list[Slide] = []
+    for table in section.tables:
+        rows = [list(table.header)[:MAX_TABLE_COLS]] + [list(r)[:MAX_TABLE_COLS] for r in table.rows]
+        rows = rows[:MAX_TABLE_ROWS]
+        intro = _t(zh, f"Table from “{name}”.", f"本表来自“{name}”一节。")
+        cited = _sources_line(doc, [Sentence("", table.citations)], zh) if table.citations else ""
+        notes = _join([intro, _notes(doc, context, zh)] + ([cited] if cited else []))
+        out.append(Slide(title=name, table=rows, notes=notes))
+    for figure in section.figures:
+        caption = figure.caption or _t(zh, f"A figure for “{name}”.", f"“{name}”的配图。")
+        out.append(Slide(title=figure.caption or name, figure=figure.name,
+                         notes=_join([caption, _notes(doc, context, zh)])))  # fmt: skip
+    return out
+
+
+def _packed_slides(
+    doc: ReportDocument, zh: bool, bullet_slide: Callable[[list[str], list[Sentence], str], Slide]
+) -> list[Slide] | None:
+    """The fewest bullet slides that hold the text in order, a slide free to span sections.
+
+    Dynamic programming over the sentences of each run between tables/figures (nothing spans one).
+    A slide holds at most MAX_BULLETS sentences, about SLIDE_WORDS words and three section names; a
+    slide that only continues one section holds at least MIN_CONTINUATION_ITEMS. Among the fewest
+    slides it prefers fewer cuts inside a section, then evenly filled slides. None when impossible.
+    """
+    cont = _t(zh, " (cont.)", "（续）")
+    slides: list[Slide] = []
+    run: list[tuple[int, str, Sentence]] = []  # (section index, section name, sentence)
+
+    def pack() -> bool:
+        n = len(run)
+        if not n:
+            return True
+        inf = (math.inf, math.inf, math.inf)
+        best: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] + [inf] * n
+        back = [0] * (n + 1)
+        for end in range(1, n + 1):
+            for start in range(max(0, end - MAX_BULLETS), end):
+                if best[start] == inf:
+                    continue
+                items = run[start:end]
+                words = sum(s.words for _, _, s in items)
+                names = {i for i, _, _ in items}
+                mid = start > 0 and run[start - 1][0] == run[start][0]
+                if len(items) > 1 and words > SLIDE_WORDS * 1.1 or len(names) > 3:
+                    continue
+                if mid and len(names) == 1 and len(items) < MIN_CONTINUATION_ITEMS:
+                    continue
+                cost = (best[start][0] + 1, best[start][1] + mid, best[start][2] + (SLIDE_WORDS - words) ** 2)
+                if cost < best[end]:
+                    best[end], back[end] = cost, start
+        if best[n] == inf:
+            return False
+        cuts, end = [], n
+        while end:
+            cuts.append((back[end], end))
+            end = back[end]
+        for start, end in reversed(cuts):
+            items = run[start:end]
+            titles: list[str] = []
+            for _, name, _ in items:
+                if name not in titles:
+                    titles.append(name)
+            if start > 0 and run[start - 1][0] == run[start][0]:
+                titles[0] += cont
+            slides.append(bullet_slide(titles, [s for _, _, s in items], ""))
+        run.clear()
+        return True
+
+    for index, (section, sentences) in enumerate(_dedupe(doc)):
+        name = section.title or _t(zh, "Overview", "概述")
+        run.extend((index, name, s) for s in sentences)
+        if section.tables or section.figures:
+            if not pack():
+                return None
+            slides.extend(_visual_slides(doc, section, name, sentences[:2], zh))
+    return slides if pack() else None
 
 
 def slide_outline_from_markdown(md: str, *, locale: str = "en-US") -> SlideOutline:

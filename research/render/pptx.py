@@ -486,7 +486,7 @@ def render_pptx(
     plan: list[tuple[str, tuple[object, ...]]] = []
     agenda: list[str] = []
     for slide in outline.slides:
-        for name in _section_name(slide.title).split(" · "):
+        for name in (_section_name(part) for part in slide.title.split(" · ")):  # a packed slide continues one
             if name and name not in agenda and not slide.figure:
                 agenda.append(name)
     content = [step for slide in outline.slides for step in _plan_slide(slide, builder, zh)]

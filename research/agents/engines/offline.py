@@ -16,10 +16,11 @@ text-producing functions differ. Everything is extractive and deterministic:
 from __future__ import annotations
 
 import json
+import math
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from research import textre
 from research.agents.rank import RankedSentence, near_duplicate, rank_sentences, split_sentences, tokenize
@@ -538,6 +539,9 @@ class _Section(NamedTuple):
     report_md: str  # the step's own text, used when it has no ranked sentences
     extractive: bool  # the step ranked sentences (as opposed to a processing step)
 
+    def only(self, keep: Callable[[dict[str, Any]], bool]) -> _Section:
+        return self._replace(picked=[s for s in self.picked if keep(s)])
+
 
 def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
     raw = result.notes.get("sentences") if isinstance(result.notes, dict) else None
@@ -568,6 +572,40 @@ def _specific(sentence: str) -> float:
 _PART_ANSWERED = {False: "_The answer above has what the sources say on this._",
                   True: "_上文的答案已包含来源中关于这一点的内容。_"}
 _PART_EMPTY = {False: "_The sources found had nothing on this._", True: "_检索到的来源中没有关于这一点的内容。_"}
+
+
+class _SubjectCheck(Protocol):
+    def __call__(self, sentence: dict[str, Any], *, itself: bool = False) -> bool: ...
+
+
+def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _SubjectCheck:
+    """Whether a sentence is about the question's subject, so that it may answer the question.
+
+    A search also returns neighbouring pages (solar PV next to electric cars) whose best sentences
+    can score well but answer another question. The subject is what most fetched pages share of the
+    question's key terms (`_shared_subject`: "solar power" of "How cheap has solar power become");
+    where they share less than two tokens (most pages are on a neighbour), the question's first key
+    term joins it ("中国光伏装机"). A sentence is on the subject when it and its page's title together
+    (`itself`: the sentence alone) hold half of the subject's tokens. With no subject at all, any key
+    term will do. A page in another script cannot be compared word for word: it stays eligible.
+    """
+    titles = {ref.number: ref.title for ref in sources}
+    foreign = {ref.number for ref in sources if is_chinese(detect_locale(ref.text[:3000])) != is_chinese(locale)}
+    terms = _shared_subject(question, locale, sources)
+    if len(terms) < 2:  # the fetched pages agree on little (most are on a neighbouring subject)
+        first = next((t for t in key_terms(question, locale, fallback=False) if tokenize(t)), "")
+        terms |= set(tokenize(first))
+    need = math.ceil(len(terms) / 2)
+    if not terms:
+        terms, need = {token for term in key_terms(question, locale) for token in tokenize(term)}, 1
+
+    def check(sentence: dict[str, Any], *, itself: bool = False) -> bool:
+        if not terms or sentence["source"] in foreign:
+            return True
+        text = f"{sentence['text']} {'' if itself else titles.get(sentence['source'], '')}"
+        return len(terms & set(tokenize(text))) >= need
+
+    return check
 
 
 def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str:
@@ -996,7 +1034,8 @@ class OfflineEngine:
             emit(f"{note_lang}\n\n")
 
         aspects = question_aspects(ctx.question, ctx.locale or plan.locale)
-        answer = self._answer(ctx.question, aspects, sections)
+        on_subject = _on_subject(ctx.question, ctx.locale or plan.locale, ctx.sources())
+        answer = self._answer(ctx.question, aspects, [s.only(on_subject) for s in sections], on_subject)
         if answer:
             emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
         used = {id(s) for _, s in answer}
@@ -1038,16 +1077,22 @@ class OfflineEngine:
         return "".join(pieces)
 
     @staticmethod
-    def _answer(question: str, aspects: list[Aspect], sections: list[_Section]) -> list[tuple[str, dict[str, Any]]]:
+    def _answer(
+        question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
         """The opening answer: for a question in parts, the best sentences of each part's step, labelled
         with the part; otherwise the best sentences of the steps on what the question asks."""
         chosen: list[tuple[str, dict[str, Any]]] = []
+
+        def named(sentence: dict[str, Any]) -> float:
+            return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
 
         def take(label: str, section: _Section, count: int) -> None:
             # Each quote of a part from another page first: one page rarely says everything.
             fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
             # An answer states something specific: a figure helps, a short vague sentence does not.
-            fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]))
+            # A sentence that names the subject itself reads on its own ("其中纯电动…" leans on its page).
+            fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]) * named(s))
             picks: list[dict[str, Any]] = []
             for sentence in fresh:
                 if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
