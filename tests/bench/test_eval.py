@@ -116,7 +116,7 @@ def test_engine_rows_are_data():
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-def test_eval_runs_one_question_through_both_engines(tmp_path):
+def test_eval_runs_one_question_through_every_engine_row(tmp_path):
     out = tmp_path / "results.json"
     out.write_text(json.dumps({"render": {"kept": True}}))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER")}
@@ -130,8 +130,9 @@ def test_eval_runs_one_question_through_both_engines(tmp_path):
     assert results["render"] == {"kept": True}  # other sections are kept
     section = results["eval"]
     assert section["questions"] == {"dev": 1, "test": 0} and "stand-in" in section["note"]
-    assert section["machine"]["nproc"] >= 1 and section["engines"] == ["offline", "llm"]
-    for engine in ("offline", "llm"):
+    rows = ["offline", "llm", "offline-heavy", "llm-heavy"]  # heavy mode is measured against standard
+    assert section["machine"]["nproc"] >= 1 and section["engines"] == rows
+    for engine in rows:
         dev = section[engine]["dev"]
         assert "test" not in section[engine]  # no test question was run
         assert set(dev) >= {"fact_recall", "citation_support", "unretrieved_urls", "answer_first",
@@ -139,5 +140,6 @@ def test_eval_runs_one_question_through_both_engines(tmp_path):
         assert dev["failed_jobs"] == 0 and dev["unretrieved_urls"] == 0 and dev["uncited_unsupported"] == 0
         assert 0 <= dev["fact_recall"] <= 1
         assert section[engine]["per_question"]["hydrogen-cost-en"]["cited_sentences"] > 0
-    assert section["llm"]["stand_in"] is True
+    assert section["llm"]["stand_in"] is True and section["llm-heavy"]["stand_in"] is True
+    assert section["offline-heavy"]["options"] == {"depth": "heavy", "runs": 3}
     assert section["offline"]["dev"]["fact_recall"] >= 0.5
