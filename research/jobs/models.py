@@ -110,16 +110,9 @@ class StepStatus(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
 
 
-class JobStep(models.Model):
-    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="steps")
-    step_id = models.CharField(max_length=40)
-    position = models.PositiveIntegerField()
-    title = models.CharField(max_length=300)
-    description = models.TextField(blank=True)
-    step_type = models.CharField(max_length=16, default="research")
-    need_search = models.BooleanField(default=True)
-    depends_on = models.JSONField(default=list)
-    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
+class LeasedWork(models.Model):
+    """What a step and a heavy step's run share as units of work: attempts, a fenced lease, an outcome."""
+
     attempts = models.PositiveIntegerField(default=0)
     lease_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=40, blank=True)
@@ -130,6 +123,21 @@ class JobStep(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
+
+
+class JobStep(LeasedWork):
+    job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="steps")
+    step_id = models.CharField(max_length=40)
+    position = models.PositiveIntegerField()
+    title = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    step_type = models.CharField(max_length=16, default="research")
+    need_search = models.BooleanField(default=True)
+    depends_on = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.PENDING)
+
+    class Meta:
         ordering = ["job", "position"]
         constraints = [models.UniqueConstraint(fields=["job", "step_id"], name="uniq_job_step")]
 
@@ -137,7 +145,7 @@ class JobStep(models.Model):
         return f"{self.step_id} of job {self.job_id}"
 
 
-class StepRun(models.Model):
+class StepRun(LeasedWork):
     """One of the k parallel runs of a research step in heavy mode (docs/agents.md, "Depth").
 
     A run is its own unit of work: claimed, leased and reaped like a step (research/jobs/runs.py).
@@ -149,14 +157,6 @@ class StepRun(models.Model):
     index = models.PositiveSmallIntegerField()  # 0-based; shown as "run index + 1"
     variant = models.JSONField(default=dict)  # research.agents.types.RunVariant as stored
     status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=40, blank=True)
-    result_md = models.TextField(blank=True)
-    result = models.JSONField(default=dict)  # figures, notes
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["step", "index"]
