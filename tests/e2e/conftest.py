@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.hashers import make_password
@@ -67,3 +68,11 @@ def submit_offline_job(page, base_url: str, question: str, *, max_steps: int = 2
     page.click("#submit-job")
     page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
     return int(page.url.rstrip("/").split("/")[-1])
+
+
+def shot(page, name: str) -> None:
+    """With SCREENSHOTS_DIR set, save the page as NAME.png there (docs/screenshots/ is made this way)."""
+    out = os.environ.get("SCREENSHOTS_DIR")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(out) / f"{name}.png"), full_page=True)

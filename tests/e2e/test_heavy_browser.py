@@ -12,7 +12,7 @@ import pytest
 from pptx import Presentation
 
 from research.jobs.models import JobStatus, ResearchJob, StepRun
-from tests.e2e.conftest import sign_in
+from tests.e2e.conftest import shot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -68,6 +68,7 @@ def test_heavy_job_shows_k_runs_per_step_live_then_the_finding_report_and_files(
     assert _lanes(page) == lanes
     assert page.locator(".static-steps .runs-summary li").count() == 2 * K
     assert StepRun.objects.filter(job_id=job_id, status="done").count() == 2 * K
+    shot(page, "en-6-heavy-runs")  # with SCREENSHOTS_DIR set (docs/screenshots/)
 
     # The report and all four files.
     page.wait_for_selector("#report a.cite")

@@ -5,27 +5,18 @@ With SCREENSHOTS_DIR set, each stage is also saved as a PNG (docs/screenshots/ i
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import sign_in
+from tests.e2e.conftest import shot, sign_in
 from tests.support.procs import AsgiServer, WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 RAW_EVENT_NAMES = re.compile(r"step\.(activity|started|completed|failed)|\[step-\d+\]|job\.status")
-
-
-def _shot(page, name: str) -> None:
-    out = os.environ.get("SCREENSHOTS_DIR")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(out) / f"{name}.png"), full_page=True)
 
 
 def _language(page, base: str, lang: str) -> None:
@@ -60,11 +51,11 @@ def test_plan_review_live_cards_and_done(page, dora, asgi_server, worker, live_s
     page.wait_for_selector("#plan-editor", timeout=90_000)
     page.wait_for_selector("#conn.live")
     assert page.locator("#search-warning").count() == 0  # the test search site answers
-    _shot(page, f"{lang}-1-plan-review")
+    shot(page, f"{lang}-1-plan-review")
     page.click("#accept-plan")
     # Live step cards: queries and sources (title + host) appear while the job runs.
     page.wait_for_selector(".step-card .sec-sources li", timeout=90_000)
-    _shot(page, f"{lang}-2-running")
+    shot(page, f"{lang}-2-running")
     page.wait_for_selector("#job[data-status='done']", timeout=120_000)
     page.wait_for_selector("#report")
     page.wait_for_timeout(6_000)  # let the last live refreshes land
@@ -89,7 +80,7 @@ def test_plan_review_live_cards_and_done(page, dora, asgi_server, worker, live_s
     assert thumb.ok and thumb.body()[:8] == b"\x89PNG\r\n\x1a\n"
     if lang == "zh":
         assert "研究步骤" in page.inner_text("#step-cards")
-    _shot(page, f"{lang}-3-done")
+    shot(page, f"{lang}-3-done")
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +105,7 @@ def test_no_search_is_warned_at_plan_time_and_failure_is_said_once(page, dora, d
     page.wait_for_selector("#plan-editor", timeout=90_000)
     warning = page.wait_for_selector("#search-warning", timeout=30_000).inner_text()
     assert "SearXNG" in warning and ("SEARXNG_URL" in warning)
-    _shot(page, f"{lang}-4-plan-no-search")
+    shot(page, f"{lang}-4-plan-no-search")
     page.click("#accept-plan")
     page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
     page.wait_for_selector("#job-error .failure-summary")
@@ -133,4 +124,4 @@ def test_no_search_is_warned_at_plan_time_and_failure_is_said_once(page, dora, d
     assert "Connection refused" in page.inner_text("#job-error details")
     assert page.locator("button.rerender").count() == 0  # no report: nothing to re-render
     assert page.locator(".step-card.card-failed").count() == job.steps.count()
-    _shot(page, f"{lang}-5-failed-no-search")
+    shot(page, f"{lang}-5-failed-no-search")
