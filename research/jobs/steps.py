@@ -134,6 +134,9 @@ def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | 
 def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
     """Write the outcome only if we still hold the lease (the reaper may have handed the step on)."""
     with transaction.atomic():
+        # The job row first, as the claims, the scheduler and runs.py take it: writing the step row and
+        # then event_emit's job row would be the opposite order, a deadlock waiting to happen on PostgreSQL.
+        ResearchJob.objects.select_for_update().filter(pk=job_id).values_list("pk").first()
         n = JobStep.objects.filter(pk=step.pk, lease_token=token, status=StepStatus.RUNNING).update(
             finished_at=now(), lease_until=None, **fields
         )
