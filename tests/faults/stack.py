@@ -306,6 +306,38 @@ def wait_until(predicate: Callable[[], Any], *, timeout: float, what: str, stack
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{stack.logs() if stack else ''}")
 
 
+def kill_worker(worker: Any, *, stack: Stack | None = None) -> float:
+    """kill -9 of the whole worker (parent and pool); once none of its processes runs any more, returns the
+    wall-clock time of the kill."""
+    doomed = worker.pids()
+    worker.kill()
+    killed_at = time.time()
+
+    def gone() -> bool:
+        for pid in doomed:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                pass
+        return True
+
+    wait_until(gone, timeout=10, what="the killed worker's processes to be gone", stack=stack)
+    return killed_at
+
+
+def job_summary_when_ended(job: ResearchJob, *, timeout: float, stack: Stack) -> dict[str, Any]:
+    """`manage.py job ID --json` (the CLI contract) once the job is done or failed."""
+
+    def ended() -> dict[str, Any] | None:
+        shown = stack.manage("job", str(job.pk), "--json", timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        summary: dict[str, Any] = json.loads(shown.stdout)
+        return summary if summary["status"] in ("done", "failed") else None
+
+    return wait_until(ended, timeout=timeout, what="the job to end (job --json)", stack=stack)
+
+
 def wait_job(job: ResearchJob, statuses: set[str], *, timeout: float, stack: Stack) -> ResearchJob:
     def done() -> bool:
         job.refresh_from_db()

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 
-import psutil
 import pytest
 
 from research.jobs.models import JobStep, LLMCall, ResearchJob, StepRun, StepStatus
-from tests.faults.stack import QUESTION, check_event_log, wait_until
+from tests.faults.stack import QUESTION, check_event_log, job_summary_when_ended, kill_worker, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -37,28 +36,10 @@ def test_worker_killed_mid_run_loses_only_that_run_and_the_job_ends_done(stack):
     doomed = first.pids()
     # One run in each worker (each has one slot): the kill takes exactly one of them.
     assert sorted(c.pid in doomed for c in calls) == [False, True], (calls, doomed)
-    first.kill()  # kill -9 of the whole worker: parent and pool child
-
-    def alive() -> list[int]:
-        out = []
-        for pid in doomed:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    out.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        return out
-
-    wait_until(lambda: not alive(), timeout=10, what="the killed worker's processes to be gone")
+    kill_worker(first, stack=stack)  # kill -9 of the whole worker: parent and pool child
     held.open()
 
-    def finished() -> dict | None:
-        shown = stack.manage("job", str(job.pk), "--json", timeout=60)
-        assert shown.returncode == 0, shown.stderr
-        summary = json.loads(shown.stdout)
-        return summary if summary["status"] in ("done", "failed") else None
-
-    summary = wait_until(finished, timeout=120, what="the job to end (job --json)", stack=stack)
+    summary = job_summary_when_ended(job, timeout=120, stack=stack)
     assert summary["status"] == "done", summary
     runs = summary["steps"][0]["runs"]
     assert [r["status"] for r in runs] == ["done", "done"]

@@ -9,18 +9,16 @@ the kill, on the same clock. Real parts: Redis, Celery prefork workers, beat, th
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from research import settings as production
 from research.jobs import services
 from research.jobs.models import JobEvent, JobStatus, JobStep, ResearchJob
-from tests.faults.stack import QUESTION, Call, Stack, check_event_log, wait_job, wait_until
+from tests.faults.stack import QUESTION, Call, check_event_log, kill_worker, wait_job, wait_until
 from tests.support.fake_llm import Reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -28,25 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 TAKEOVER_BOUND_S = 15.0
 PRODUCTION = {"STEP_LEASE_S": production.DEFAULT_STEP_LEASE_S,
               "REAPER_INTERVAL_S": production.DEFAULT_REAPER_INTERVAL_S}
-
-
-def _kill(stack: Stack, worker: Any) -> float:
-    """kill -9 of the whole worker (parent and pool); returns the wall-clock time of the kill."""
-    doomed = worker.pids()
-    worker.kill()
-    killed_at = time.time()
-
-    def gone() -> bool:
-        for pid in doomed:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    return False
-            except psutil.NoSuchProcess:
-                pass
-        return True
-
-    wait_until(gone, timeout=10, what="the killed worker's processes to be gone", stack=stack)
-    return killed_at
 
 
 def _started_at(job: ResearchJob, type_: str, nth: int, **match: Any) -> float | None:
@@ -66,7 +45,7 @@ def test_a_killed_workers_step_is_taken_over_within_15_s_and_completes_once(stac
     held.wait_arrival()
     second = stack.worker(concurrency=2, **PRODUCTION)  # ready before the kill: takeover, not start-up, is timed
     doomed = first.pids()
-    killed_at = _kill(stack, first)
+    killed_at = kill_worker(first, stack=stack)
     held.open()
 
     wait_until(lambda: _started_at(job, "step.started", 2, step="s1"), timeout=60,
@@ -106,7 +85,7 @@ def test_a_killed_workers_render_is_taken_over_within_15_s_and_its_work_folder_i
     left = [p for p in work.glob(f"render-{job.pk}-pptx-*") if p.is_dir()]
     assert len(left) == 1 and callers[0] in first.children(), (left, callers)
     second = stack.worker(concurrency=2, **PRODUCTION)
-    killed_at = _kill(stack, first)
+    killed_at = kill_worker(first, stack=stack)
     held.open()
 
     wait_until(lambda: _started_at(job, "artifact.started", 2, kind="pptx"), timeout=60,

@@ -12,12 +12,20 @@ import os
 import signal
 from typing import Any
 
-import psutil
 import pytest
 
 from research.jobs import services, tasks
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepStatus
-from tests.faults.stack import QUESTION, Call, check_event_log, step_state, wait_job, wait_until
+from tests.faults.stack import (
+    QUESTION,
+    Call,
+    check_event_log,
+    job_summary_when_ended,
+    kill_worker,
+    step_state,
+    wait_job,
+    wait_until,
+)
 from tests.support.fake_llm import Reply
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -42,29 +50,11 @@ def test_worker_killed_mid_step_is_redone_once_by_another_worker(stack):
     wait_until(lambda: step_state(job, "s2") == StepStatus.DONE, timeout=60, what="s2 done", stack=stack)
     assert step_state(job, "s1") == StepStatus.RUNNING
     doomed = first.pids()
-    first.kill()  # kill -9 of the whole worker: parent and pool children
-
-    def alive() -> list[int]:
-        out = []
-        for pid in doomed:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    out.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        return out
-
-    wait_until(lambda: not alive(), timeout=10, what="the killed worker's processes to be gone")
+    kill_worker(first, stack=stack)  # kill -9 of the whole worker: parent and pool children
     held.open()
     replacement = stack.make_worker(concurrency=2)
 
-    def finished() -> dict[str, Any] | None:
-        shown = stack.manage("job", str(job.pk), "--json", timeout=60)
-        assert shown.returncode == 0, shown.stderr
-        summary = json.loads(shown.stdout)
-        return summary if summary["status"] in ("done", "failed") else None
-
-    summary = wait_until(finished, timeout=90, what="the job to end (job --json)", stack=stack)
+    summary = job_summary_when_ended(job, timeout=90, stack=stack)
     assert summary["status"] == "done", summary
     assert [s["status"] for s in summary["steps"]] == ["done", "done"]
 
