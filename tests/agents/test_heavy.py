@@ -3,8 +3,6 @@ synthesis (the LLM engine against the real LLMClient and the fake vLLM server)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from research.agents.citations import citation_numbers
@@ -17,7 +15,7 @@ from research.agents.text import detect_locale
 from research.agents.types import Plan, PlanStep, SourceRef, StepResult
 from research.llm.client import LLMClient
 from tests.support.fake_context import FakeContext, FakePage
-from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.fake_llm import Reply
 from tests.support.scenario import Scenario, agent_of
 from tests.support.site import PAGES
 
@@ -141,20 +139,6 @@ def test_offline_synthesis_merges_the_union_and_cites_agreeing_runs_together():
 @pytest.fixture
 def scenario() -> Scenario:
     return Scenario(bogus_citation=False)
-
-
-@pytest.fixture
-def fake(scenario: Scenario) -> Iterator[FakeLLM]:
-    with FakeLLM(scenario) as server:
-        yield server
-
-
-@pytest.fixture
-def llm(fake: FakeLLM) -> Iterator[LLMClient]:
-    client = LLMClient(base_url=fake.base_url, model=fake.model, profile="qwen3", timeout=5.0, max_retries=2,
-                       backoff_base=0.01, backoff_max=0.02)
-    yield client
-    client.close()
 
 
 def llm_ctx(llm: LLMClient) -> FakeContext:

@@ -37,17 +37,6 @@ WEB = [FakePage(f"https://site.example{p.path}", p.title, p.text) for p in PAGES
 
 
 @pytest.fixture
-def scenario() -> Scenario:
-    return Scenario()
-
-
-@pytest.fixture
-def fake(scenario: Scenario) -> Iterator[FakeLLM]:
-    with FakeLLM(scenario) as server:
-        yield server
-
-
-@pytest.fixture
 def records() -> list[CallRecord]:
     return []
 

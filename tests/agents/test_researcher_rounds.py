@@ -3,7 +3,6 @@ evolving report and the last action only, against the real LLMClient and the scr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,20 +30,6 @@ def plan_of(steps: int) -> Plan:
 @pytest.fixture
 def scenario() -> Scenario:
     return Scenario(research_rounds=12)
-
-
-@pytest.fixture
-def fake(scenario: Scenario) -> Iterator[FakeLLM]:
-    with FakeLLM(scenario) as server:
-        yield server
-
-
-@pytest.fixture
-def llm(fake: FakeLLM) -> Iterator[LLMClient]:
-    client = LLMClient(base_url=fake.base_url, model=fake.model, profile="qwen3", timeout=5.0, max_retries=2,
-                       backoff_base=0.01, backoff_max=0.02)
-    yield client
-    client.close()
 
 
 def make_ctx(llm: LLMClient, **options: Any) -> FakeContext:
