@@ -10,7 +10,6 @@ for 10x the text, a quadratic one 100x.
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
 import itertools
@@ -22,14 +21,13 @@ import pytest
 
 from research import textre
 from research.render.html import markdown_to_html
+from tests.security.textre_calls import literal_textre_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 RESEARCH = ROOT / "research"
 N = 500_000
 SWEEP_SMALL, SWEEP_LARGE = 10_000, 100_000  # 10x the text: linear ~10x the time, quadratic ~100x
 SCREEN_N = 2_000
-TEXTRE_FUNCS = {"compile", "compile_guarded", "sub", "subn", "match", "search", "findall", "finditer", "split",
-                "fullmatch"}
 PLAIN = "The market grew 12% in 2024 [3], driven by demand (see Table 2); analysts expect more.\n"
 SCALE_LIMIT = 30.0  # for 10x the text
 PATTERN_RATIO = 60.0  # at the large size, against one match per character of plain text
@@ -47,23 +45,9 @@ def _patterns() -> list[tuple[str, textre.Pattern]]:
         if "textre" not in source or path.name == "textre.py":
             continue
         importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
-        for node in ast.walk(ast.parse(source)):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "textre"
-                    and node.func.attr in TEXTRE_FUNCS and node.args):
-                continue
-            try:
-                pattern = ast.literal_eval(node.args[0])
-            except ValueError:
-                continue  # built from constants: compiled at import, so in the registry
-            flags = 0
-            flag_nodes = [k.value for k in node.keywords if k.arg == "flags"]
-            if node.func.attr in ("compile", "compile_guarded") and len(node.args) > 1:
-                flag_nodes.append(node.args[1])
-            for flag_node in flag_nodes:
-                flags |= eval(compile(ast.Expression(flag_node), "<flags>", "eval"), {"textre": textre})
-            textre.compile(pattern, flags)
-            where.setdefault((pattern, flags), f"{path.relative_to(RESEARCH).as_posix()}:{node.lineno}")
+    for pattern, flags, path, line in literal_textre_calls():
+        textre.compile(pattern, flags)
+        where.setdefault((pattern, flags), f"{path.relative_to(RESEARCH).as_posix()}:{line}")
     for key, entry in textre.REGISTRY.items():
         if key not in where:
             file, line = entry.where.rsplit(":", 1)

@@ -6,18 +6,14 @@ it, must give the same matches, spans, groups, splits and substitutions, on ASCI
 
 from __future__ import annotations
 
-import ast
 import random
 import re
 import time
-from pathlib import Path
 
 import pytest
 
 from research import textre
-
-RESEARCH = Path(__file__).resolve().parents[2] / "research"
-CALLS = {"compile", "compile_guarded", "sub", "subn", "match", "search", "findall", "finditer", "split", "fullmatch"}
+from tests.security.textre_calls import RESEARCH, literal_textre_calls
 
 random.seed(11)
 TEXTS = [
@@ -29,27 +25,7 @@ TEXTS = [
 
 
 def _literal_patterns() -> list[tuple[str, int, str]]:
-    found = []
-    for path in sorted(RESEARCH.rglob("*.py")):
-        if "migrations" in path.parts:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "textre"
-                    and node.func.attr in CALLS and node.args):
-                continue
-            try:
-                pattern = ast.literal_eval(node.args[0])
-            except ValueError:
-                continue
-            flags = 0
-            flag_nodes = [k.value for k in node.keywords if k.arg == "flags"]
-            if node.func.attr in ("compile", "compile_guarded") and len(node.args) > 1:
-                flag_nodes.append(node.args[1])
-            for flag_node in flag_nodes:
-                flags |= eval(compile(ast.Expression(flag_node), "<flags>", "eval"), {"textre": textre})
-            found.append((pattern, flags, f"{path.relative_to(RESEARCH)}:{node.lineno}"))
-    return found
+    return [(p, f, f"{path.relative_to(RESEARCH)}:{line}") for p, f, path, line in literal_textre_calls()]
 
 
 # Known differences, documented in research/textre.py: RE2's \b is ASCII, and its $ without M is the very
