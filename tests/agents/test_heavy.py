@@ -9,7 +9,7 @@ from research.agents.citations import citation_numbers
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS, DepthError, depth_clean, run_variants, step_runs
 from research.agents.engines.llm import LLMEngine
 from research.agents.engines.offline import OfflineEngine
-from research.agents.engines.offline_heavy import variant_queries
+from research.agents.engines.offline_heavy import heavy_shown, lead_query, variant_queries
 from research.agents.synthesis import drop_uncited, finding_check
 from research.agents.text import detect_locale
 from research.agents.types import Plan, PlanStep, SourceRef, StepResult
@@ -128,10 +128,54 @@ def test_offline_synthesis_merges_the_union_and_cites_agreeing_runs_together():
     assert citation_numbers(merged.report_md) and set(citation_numbers(merged.report_md)) <= registered
     assert "invented claim" not in merged.report_md
     assert merged.notes["synthesis"] and merged.notes["runs"] == 2 and merged.notes["check"]["claims"] > 0
-    union = {s["text"] for r in runs for s in r.notes["sentences"]}
-    assert all(s["text"] in union for s in merged.notes["sentences"])
+    # Every merged sentence is quoted from a page one of the runs read, and keeps its rank score.
+    read = {n for r in runs for n in r.notes["sources"]}
+    texts = {s.number: s.text for s in ctx.sources()}
+    assert all(s["source"] in read and s["text"] in texts[s["source"]] for s in merged.notes["sentences"])
+    assert all(float(s["score"]) > 0 for s in merged.notes["sentences"])
     backed = [s for s in merged.notes["sentences"] if len(s["runs"]) > 1]
     assert merged.notes["agreed"] == sum(1 for s in backed if s["text"] in merged.report_md)
+
+
+def test_a_run_follows_a_lead_its_best_sentences_repeat():
+    step = PlanStep(id="s1", title="Key figures", description="heat pump efficiency figures")
+    ctx = FakeContext(question="How efficient are heat pumps in cold climates?")
+    found = ["Cold-climate heat pumps keep a coefficient of performance near 2 at minus 20 degrees.",
+             "The coefficient of performance drops as the outdoor air gets colder.",
+             "Heat pumps are popular."]
+    lead = lead_query(ctx, step, "en-US", found)
+    assert lead.startswith("Key figures") and "coefficient" in lead
+    assert not {"heat", "pumps", "cold"} & set(lead.lower().split()[2:])  # the question's words are no lead
+    assert lead_query(ctx, step, "en-US", ["Heat pumps work.", "Cold climates are cold."]) == ""
+    zh = lead_query(FakeContext(question="抽水蓄能在中国面临哪些挑战？"), PlanStep(id="s", title="挑战", description="挑战"),
+                    "zh-CN", ["抽水蓄能电站建设周期长。", "电站建设需要合适的地形。"])
+    assert zh.startswith("挑战") and "电站" in zh and "抽水" not in zh
+
+
+def test_a_run_searches_its_lead_and_reads_what_the_first_searches_missed():
+    engine = OfflineEngine()
+    ctx = offline_ctx()
+    variant = run_variants(STEP, job_id=1, k=3, locale="en-US")[0]
+    result = engine.research(ctx, STEP, PLAN, [], variant=variant)
+    searches = [e[1]["query"] for e in ctx.events if e[0] == "step.activity" and e[1].get("kind") == "search"]
+    assert len(result.notes["queries"]) == 3 and searches[-1].startswith(result.notes["queries"][-1])
+    assert result.notes["queries"][-1].startswith(STEP.title)
+
+
+def test_a_synthesized_finding_shows_more_than_a_standard_step_and_the_report_keeps_them():
+    engine = OfflineEngine()
+    assert heavy_shown(engine, 1) == engine.sentences_per_step
+    assert heavy_shown(engine, 3) == engine.sentences_per_step + 2
+    assert heavy_shown(engine, 99) == 2 * engine.sentences_per_step
+    ctx = offline_ctx()
+    runs = [engine.research(ctx, STEP, PLAN, [], variant=v) for v in run_variants(STEP, job_id=1, k=3, locale="en-US")]
+    merged = engine.synthesize(ctx, STEP, PLAN, runs)
+    bullets = [line for line in merged.report_md.splitlines() if line.startswith("- ")]
+    assert merged.notes["shown"] == heavy_shown(engine, 3)
+    assert engine.sentences_per_step < len(bullets) <= merged.notes["shown"]
+    report = engine.report(ctx, PLAN, [merged], style="academic", on_delta=lambda _: None)
+    quoted = [s["text"] for s in merged.notes["sentences"][: merged.notes["shown"]]]
+    assert sum(text in report for text in quoted) > engine.sentences_per_step
 
 
 # --- LLM engine --------------------------------------------------------------------------------------------

@@ -500,6 +500,22 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     return weights
 
 
+def _same_script(locale: str, ref: SourceRef) -> bool:
+    return is_chinese(detect_locale(ref.text[:3000])) == is_chinese(locale)
+
+
+def _foreign_titles(locale: str, sources: Sequence[SourceRef], weights: dict[int, float]) -> list[str]:
+    """The titles of the best two pages in another script, when no page in the question's script is on
+    its subject: the question's words cannot match their sentences, the titles of what the search
+    engine ranked first for it can (pseudo-relevance feedback; "固态电池" finds "solid-state battery")."""
+    own = [ref for ref in sources if _same_script(locale, ref)]
+    if any(weights.get(ref.number, 0.0) >= 0.85 for ref in own):
+        return []
+    foreign = [ref for ref in sources if ref not in own and ref.title.strip()]
+    foreign.sort(key=lambda ref: -weights.get(ref.number, 0.0))  # stable: search order among equals
+    return [ref.title.strip()[:200] for ref in foreign[:2]]
+
+
 # ---------------------------------------------------------------- the engine
 
 
@@ -550,6 +566,12 @@ def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
     return [
         s for s in raw if isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("source"), int)
     ]
+
+
+def _shown(result: StepResult, default: int) -> int:
+    """How many sentences a step's section shows: its notes' `shown` (a heavy synthesis), else `default`."""
+    shown = result.notes.get("shown") if isinstance(result.notes, dict) else None
+    return shown if isinstance(shown, int) and not isinstance(shown, bool) and 0 < shown <= 50 else default
 
 
 def _language_note(sections: list[_Section], zh: bool) -> str:
@@ -870,65 +892,17 @@ class OfflineEngine:
             from research.agents.engines import offline_heavy
 
             return offline_heavy.research_run(self, ctx, step, plan, prior, variant)
-        locale = ctx.locale or plan.locale
-        aspect = _aspect_of(ctx.question, locale, step)
-        own = set(tokenize(" ".join(aspect.words))) if aspect else set()  # never ignored as "the subject"
-        search_query, rank_query, focus = self._queries(ctx, step)
+        search_query, rank_query, _ = self._queries(ctx, step)
         sources, errors = self._gather(ctx, step, search_query)
         if not sources:
             detail = f" ({'; '.join(errors[:3])})" if errors else ""
             raise ToolError(f"no sources found for step '{step.title}'{detail}")
-
-        ctx.check_cancelled()
-        candidates: list[tuple[str, int]] = []
-        for ref in sources:
-            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
-        weights = _source_weights(ctx.question, locale, sources)
-        if step.need_search:
-            # The step's own search ranked the pages for what this step asks: its first hits are the
-            # pages most about it (sources are in the order they were found).
-            for rank, ref in enumerate(sources):
-                weight = weights.get(ref.number, 1.0)
-                if rank < 2:
-                    # The search engine's two best hits are on the subject even when they do not
-                    # repeat the question's long terms ("公共充电桩" for "中国电动汽车充电桩").
-                    weight = max(weight, 0.9)
-                weights[ref.number] = weight * max(0.6, 1.0 - 0.1 * rank)
-        if aspect and own:
-            # A part's step prefers the pages that speak of that part at all.
-            for ref in sources:
-                if not own <= set(tokenize(f"{ref.title} {ref.text}")):
-                    weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
-        if not candidates:
-            raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
-        # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
-        ranked = rank_sentences(
-            rank_query,
-            candidates,
-            limit=self.sentences_per_step * 2 + 2,
-            locale=locale,
-            per_source=self.per_source,
-            focus=focus,
-            prior=_figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else _figures_bonus,
-            source_weight=weights,
-            diversity=0.3,
-            floor=0.35,
-            ignore=_shared_subject(ctx.question, locale, sources) - own,
-        )
-        ranked = _cover_sources(ranked, weights, self.sentences_per_step)
-        fallback = not ranked
-        if fallback:
-            # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
-            firsts: dict[int, str] = {}
-            for sentence, number in candidates:
-                firsts.setdefault(number, sentence)
-            leads = list(firsts.items())[: self.sentences_per_step]
-            ranked = [RankedSentence(text, number, 0.0, i) for i, (number, text) in enumerate(leads)]
+        ranked, fallback, candidates = self.rank_step(ctx, step, plan, sources, shown=self.sentences_per_step)
         ctx.emit(
             "step.activity",
-            {"kind": "rank", "candidates": len(candidates), "selected": min(len(ranked), self.sentences_per_step)},
+            {"kind": "rank", "candidates": candidates, "selected": min(len(ranked), self.sentences_per_step)},
         )
-        zh = is_chinese(locale)
+        zh = is_chinese(ctx.locale or plan.locale)
         shown = ranked[: self.sentences_per_step]
         report_md = "\n".join(f"- {_cite(r.text, r.source, zh)}" for r in shown) + "\n"
         return StepResult(
@@ -944,6 +918,81 @@ class OfflineEngine:
                 "errors": errors,
             },
         )
+
+    def rank_step(
+        self,
+        ctx: AgentContext,
+        step: PlanStep,
+        plan: Plan,
+        sources: list[SourceRef],
+        *,
+        shown: int,
+        lean: str = "",
+        backing: Callable[[str], float] | None = None,
+    ) -> tuple[list[RankedSentence], bool, int]:
+        """(ranked sentences, fallback used, candidate count): the step's sentences from `sources`.
+
+        `sources` are in search order (for a step that searched, its first hits weigh more). `lean`
+        adds words to the step's focus (a heavy run's source-type emphasis); `backing(sentence)`
+        multiplies a sentence's score (a heavy synthesis favours what several runs found). The
+        first `shown` are the ones a section shows; a few more are ranked for the reporter to swap in.
+        """
+        locale = ctx.locale or plan.locale or detect_locale(ctx.question)
+        aspect = _aspect_of(ctx.question, locale, step)
+        own = set(tokenize(" ".join(aspect.words))) if aspect else set()  # never ignored as "the subject"
+        _, rank_query, focus = self._queries(ctx, step)
+        if lean:
+            focus = f"{focus} {lean}".strip()
+        candidates: list[tuple[str, int]] = []
+        for ref in sources:
+            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
+        if not candidates:
+            raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
+        weights = _source_weights(ctx.question, locale, sources)
+        foreign_titles = _foreign_titles(locale, sources, weights)
+        rank_query = " ".join([rank_query, *foreign_titles])
+        if step.need_search:
+            # The step's own search ranked the pages for what this step asks: its first hits are the
+            # pages most about it (sources are in the order they were found).
+            for rank, ref in enumerate(sources):
+                weight = weights.get(ref.number, 1.0)
+                # (Not when the pages on the subject are in another script: then a page in the
+                # question's script that lacks its subject matched only a word or two, "量产".)
+                if rank < 2 and not (foreign_titles and weight < 0.34 and _same_script(locale, ref)):
+                    # The search engine's two best hits are on the subject even when they do not
+                    # repeat the question's long terms ("公共充电桩" for "中国电动汽车充电桩").
+                    weight = max(weight, 0.9)
+                weights[ref.number] = weight * max(0.6, 1.0 - 0.1 * rank)
+        if aspect and own:
+            # A part's step prefers the pages that speak of that part at all.
+            for ref in sources:
+                if not own <= set(tokenize(f"{ref.title} {ref.text}")):
+                    weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
+        base_prior = _figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else _figures_bonus
+        prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
+        # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
+        ranked = rank_sentences(
+            rank_query,
+            candidates,
+            limit=shown * 2 + 2,
+            locale=locale,
+            per_source=self.per_source,
+            focus=focus,
+            prior=prior,
+            source_weight=weights,
+            diversity=0.3,
+            floor=0.35,
+            ignore=_shared_subject(ctx.question, locale, sources) - own,
+        )
+        ranked = _cover_sources(ranked, weights, shown)
+        if ranked:
+            return ranked, False, len(candidates)
+        # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
+        firsts: dict[int, str] = {}
+        for sentence, number in candidates:
+            firsts.setdefault(number, sentence)
+        leads = list(firsts.items())[:shown]
+        return [RankedSentence(text, number, 0.0, i) for i, (number, text) in enumerate(leads)], True, len(candidates)
 
     def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
         from research.agents.engines import offline_heavy
@@ -1153,6 +1202,8 @@ class OfflineEngine:
         to the first.
         """
         ranked = [_notes_sentences(r) for r in results]
+        # A heavy step's synthesis may show more than a standard step (its notes' `shown`).
+        sizes = [_shown(r, self.sentences_per_step) for r in results]
         assigned: list[list[dict[str, Any]]] = [[] for _ in results]
         used: list[str] = []
         first = first or set()
@@ -1161,7 +1212,7 @@ class OfflineEngine:
         turns += [(rank, i) for rank in rounds for i in range(len(ranked)) if i not in first]
         for rank, index in turns:
             sentences = ranked[index]
-            if rank >= len(sentences) or len(assigned[index]) >= self.sentences_per_step:
+            if rank >= len(sentences) or len(assigned[index]) >= sizes[index]:
                 continue
             sentence = sentences[rank]
             if not any(near_duplicate(sentence["text"], u) for u in used):

@@ -1,25 +1,34 @@
 """The offline engine's heavy mode (docs/agents.md, "Depth: standard and heavy"), without a model.
 
 - One run (`research_run`): more query variants per facet than a standard step (the run's opening
-  query, which carries its source-type emphasis, and the step's title with the emphasis' words), each
-  searched and ranked by the standard research path; the union of their ranked sentences is ranked
-  again against the step's own query, near-duplicates dropped.
-- Synthesis (`synthesize`): the union of the runs' ranked sentences, ranked again and de-duplicated.
-  A sentence that two runs found in different sources cites both and ranks higher; a sentence whose
-  source is not in the registry is dropped; then the claim check runs (research.agents.synthesis).
+  query, which carries its source-type emphasis, and the step's title with the emphasis' words). The
+  pages all of them found are ranked together by the standard step ranker (the step's own query and
+  facet, page weights, figures prior), leaning towards the emphasis' words; the variants change what
+  is read, not what the step asks.
+- Synthesis (`synthesize`): the union of the pages the runs read, reranked by the same ranker, with
+  a sentence that several runs picked ranked higher. A claim that runs found in different sources
+  cites them all; a sentence whose source is not in the registry is dropped; then the claim check
+  runs (research.agents.synthesis). The finding shows more sentences than a standard step, since k
+  runs read more pages: `heavy_shown`.
 
 Kept apart from offline.py so that the standard engine needs only a two-line hook.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from research import textre
 from research.agents.depth import EMPHASES
-from research.agents.rank import near_duplicate, rank_sentences
-from research.agents.synthesis import allowed_numbers, finding_check, run_sources
+from research.agents.rank import RankedSentence, near_duplicate
+from research.agents.synthesis import allowed_numbers, finding_check
 from research.agents.text import detect_locale, is_chinese, key_terms
-from research.agents.types import AgentContext, Plan, PlanStep, RunVariant, StepResult, ToolError
+from research.agents.types import AgentContext, Plan, PlanStep, RunVariant, SourceRef, StepResult, ToolError
+from research.ir import tokenize
+
+_EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'-]+")
+_CJK_WORD = textre.compile(r"[\x{4e00}-\x{9fff}]{2}")
 
 
 class OfflineEngine(Protocol):
@@ -27,10 +36,17 @@ class OfflineEngine(Protocol):
 
     name: str
     sentences_per_step: int
-    per_source: int
 
-    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
-                 variant: RunVariant | None = None) -> StepResult: ...
+    def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]: ...
+
+    def rank_step(self, ctx: AgentContext, step: PlanStep, plan: Plan, sources: list[SourceRef], *, shown: int,
+                  lean: str = "", backing: Callable[[str], float] | None = None,
+                  ) -> tuple[list[RankedSentence], bool, int]: ...
+
+
+def heavy_shown(engine: OfflineEngine, runs: int) -> int:
+    """Sentences a synthesized finding shows: a standard step's, plus one per extra run (at most double)."""
+    return engine.sentences_per_step + min(engine.sentences_per_step, max(0, runs - 1))
 
 
 def _bullet(text: str, numbers: list[int], zh: bool) -> str:
@@ -44,95 +60,138 @@ def _sentences(result: StepResult) -> list[dict[str, Any]]:
             and isinstance(s.get("source"), int)]
 
 
-def _rank_query(ctx: AgentContext, step: PlanStep, locale: str) -> str:
-    return " ".join([step.title, step.description, *key_terms(ctx.question, locale)])
+def _interleave(lists: Iterable[list[SourceRef]]) -> list[SourceRef]:
+    """Each list's first page, then each one's second …, each page once: the union in search order."""
+    lists = [list(items) for items in lists]
+    out: dict[int, SourceRef] = {}
+    for rank in range(max((len(items) for items in lists), default=0)):
+        for items in lists:
+            if rank < len(items):
+                out.setdefault(items[rank].number, items[rank])
+    return list(out.values())
+
+
+def _emphasis_words(variant: RunVariant, locale: str) -> str:
+    emphasis = EMPHASES[variant.index % len(EMPHASES)]
+    return emphasis.query_zh if is_chinese(locale) else emphasis.query_en
 
 
 def variant_queries(step: PlanStep, variant: RunVariant, locale: str) -> list[str]:
     """The searches of one heavy run: its opening query, then the step's title with the emphasis' words."""
-    emphasis = EMPHASES[variant.index % len(EMPHASES)]
-    words = emphasis.query_zh if is_chinese(locale) else emphasis.query_en
     base = step.description.strip() or step.title.strip()
-    queries = [variant.opening_query or base, f"{step.title.strip()} {words}".strip()]
+    queries = [variant.opening_query or base, f"{step.title.strip()} {_emphasis_words(variant, locale)}".strip()]
     return list(dict.fromkeys(q for q in queries if q))
+
+
+def _search_query(ctx: AgentContext, query: str, locale: str) -> str:
+    """A variant's words plus the question's key terms it lacks (as a standard step's search has)."""
+    missing = [t for t in key_terms(ctx.question, locale) if t.lower() not in query.lower()]
+    return " ".join([query, *missing])[:400]
+
+
+def lead_query(ctx: AgentContext, step: PlanStep, locale: str, found: list[str], words: int = 3) -> str:
+    """A follow-up search from a run's best sentences: the step's title plus the words they repeat most
+    that neither the question nor the step uses ("" when they repeat none)."""
+    known = set(tokenize(f"{ctx.question} {step.title} {step.description}"))
+    counts: dict[str, int] = {}
+    shown: dict[str, str] = {}
+    for sentence in found:
+        pieces = _CJK_WORD.findall(sentence) if is_chinese(locale) else _EN_WORD.findall(sentence)
+        for piece in dict.fromkeys(pieces):
+            tokens = set(tokenize(piece))
+            if not tokens or tokens & known or (piece.isascii() and len(piece) < 4) or piece.isdigit():
+                continue
+            key = " ".join(sorted(tokens))
+            counts[key] = counts.get(key, 0) + 1
+            shown.setdefault(key, piece)
+    top = [shown[k] for k, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n > 1][:words]
+    return f"{step.title.strip()} {' '.join(top)}".strip() if top else ""
 
 
 def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult],
                  variant: RunVariant) -> StepResult:
-    """One of the k runs of a heavy step: each query variant through the standard path, union reranked."""
+    """One of the k runs of a heavy step: every query variant searched, the pages ranked together."""
     locale = ctx.locale or plan.locale or detect_locale(ctx.question)
     queries = variant_queries(step, variant, locale)
-    results: list[StepResult] = []
+    found: list[list[SourceRef]] = []
     errors: list[str] = []
     for query in queries:
         ctx.check_cancelled()
-        try:
-            results.append(engine.research(ctx, step.model_copy(update={"description": query}), plan, prior))
-        except ToolError as exc:  # one variant finding nothing still leaves the others
-            errors.append(str(exc))
-    if not results:
-        raise ToolError("; ".join(errors[:3]) or f"no sources found for step '{step.title}'")
-    pool: dict[str, dict[str, Any]] = {}
-    for result in results:
-        for sentence in _sentences(result):
-            pool.setdefault(sentence["text"], sentence)
-    candidates = [(s["text"], s["source"]) for s in pool.values()]
-    ranked = rank_sentences(_rank_query(ctx, step, locale), candidates, limit=engine.sentences_per_step * 2 + 2,
-                            locale=locale, per_source=engine.per_source, diversity=0.3, floor=0.35)
-    picked: list[dict[str, Any]] = [{"text": r.text, "source": r.source, "score": r.score} for r in ranked]
-    if not picked:  # nothing matches the step's own words: keep the variants' own order
-        picked = list(pool.values())[: engine.sentences_per_step * 2 + 2]
+        sources, errs = engine._gather(ctx, step, _search_query(ctx, query, locale))
+        found.append(sources)
+        errors += errs
+    sources = _interleave(found)
+    if not sources:
+        detail = f" ({'; '.join(errors[:3])})" if errors else ""
+        raise ToolError(f"no sources found for step '{step.title}'{detail}")
+    lean = _emphasis_words(variant, locale)
+    ranked, fallback, candidates = engine.rank_step(ctx, step, plan, sources, shown=engine.sentences_per_step,
+                                                    lean=lean)
+    # A second round (IterResearch): what the run found so far suggests the next search.
+    lead = lead_query(ctx, step, locale, [r.text for r in ranked[:3]])
+    if lead and not fallback:
+        ctx.check_cancelled()
+        queries.append(lead)
+        more, errs = engine._gather(ctx, step, _search_query(ctx, lead, locale))
+        errors += errs
+        read = {ref.number for ref in sources}
+        if any(ref.number not in read for ref in more):
+            sources += [ref for ref in more if ref.number not in read]
+            ranked, fallback, candidates = engine.rank_step(ctx, step, plan, sources,
+                                                            shown=engine.sentences_per_step, lean=lean)
+    ctx.emit("step.activity", {"kind": "rank", "candidates": candidates,
+                               "selected": min(len(ranked), engine.sentences_per_step)})
     zh = is_chinese(locale)
-    report_md = "\n".join(_bullet(s["text"], [s["source"]], zh) for s in picked[: engine.sentences_per_step]) + "\n"
-    sources = sorted({n for r in results for n in run_sources(r)})
+    report_md = "\n".join(_bullet(r.text, [r.source], zh) for r in ranked[: engine.sentences_per_step]) + "\n"
     return StepResult(step.id, step.title, report_md, notes={
         "engine": engine.name, "run": variant.index, "emphasis": variant.emphasis, "queries": queries,
-        "searches": len(queries), "sources": sources, "sentences": picked, "errors": errors,
+        "searches": len(queries), "sources": [ref.number for ref in sources], "fallback": fallback,
+        "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked], "errors": errors,
     })
 
 
 def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: Plan,
                runs: list[StepResult]) -> StepResult:
-    """The step's finding from its runs: union of their sentences, reranked, near-duplicates merged."""
+    """The step's finding from its runs: the pages they read reranked together, agreement ranking higher."""
     locale = ctx.locale or plan.locale or detect_locale(ctx.question)
     zh = is_chinese(locale)
     registry = ctx.sources()
     allowed = allowed_numbers(runs, [], {s.number for s in registry})
-    # Every sentence once, with the runs and sources that found it (near-duplicates count as one claim).
-    claims: list[dict[str, Any]] = []
-    for index, result in enumerate(runs):
-        for sentence in _sentences(result):
-            if sentence["source"] not in allowed:
-                continue  # no registry source: dropped
-            same = next((c for c in claims if near_duplicate(sentence["text"], c["text"])), None)
-            if same is None:
-                claims.append({"text": sentence["text"], "source": sentence["source"], "runs": {index},
-                               "sources": [sentence["source"]]})
-            else:
-                same["runs"].add(index)
-                if sentence["source"] not in same["sources"]:
-                    same["sources"].append(sentence["source"])
-    if not claims:
+    by_number = {s.number: s for s in registry}
+    # The union of what the runs read, in search order; a source not in the registry is never used.
+    read = [[by_number[n] for n in (r.notes.get("sources") or []) if n in allowed and n in by_number]
+            for r in runs if isinstance(r.notes, dict)]
+    sources = _interleave(read)
+    picks = [[s for s in _sentences(r) if s["source"] in allowed] for r in runs]
+    if not sources or not any(picks):
         raise ToolError(f"the {len(runs)} runs of step '{step.title}' found no sentence from a registered source")
-    backing = {c["text"]: len(c["runs"]) for c in claims}
-    ranked = rank_sentences(
-        _rank_query(ctx, step, locale), [(c["text"], c["source"]) for c in claims],
-        limit=engine.sentences_per_step * 2 + 2, locale=locale, per_source=engine.per_source, diversity=0.3,
-        floor=0.35, prior=lambda text: 1.0 + 0.5 * (backing.get(text, 1) - 1),  # two runs agreeing rank higher
-    )
-    by_text = {c["text"]: c for c in claims}
-    picked = [by_text[r.text] for r in ranked] or claims[: engine.sentences_per_step * 2 + 2]
-    shown = picked[: engine.sentences_per_step]
+    picked_by: dict[str, int] = {}
+    for run in picks:
+        for text in {s["text"] for s in run}:
+            picked_by[text] = picked_by.get(text, 0) + 1
+
+    def backing(text: str) -> float:  # what more runs picked ranks higher
+        return 1.0 + 0.25 * picked_by.get(text, 0)
+
+    shown_count = heavy_shown(engine, len(runs))
+    ranked, _, _ = engine.rank_step(ctx, step, plan, sources, shown=shown_count, backing=backing)
+    claims: list[dict[str, Any]] = []
+    for r in ranked:
+        # Runs that found the claim in another page back it with that page too.
+        found_in = [r.source] + [s["source"] for run in picks for s in run
+                                 if s["source"] != r.source and near_duplicate(s["text"], r.text)]
+        runs_with = sorted(i for i, run in enumerate(picks) if any(near_duplicate(s["text"], r.text) for s in run))
+        claims.append({"text": r.text, "source": r.source, "score": r.score,
+                       "sources": list(dict.fromkeys(found_in)), "runs": runs_with})
+    shown = claims[:shown_count]
     merged = "\n".join(_bullet(c["text"], c["sources"], zh) for c in shown) + "\n"
     checked = finding_check(merged, registry, allowed=allowed, locale=locale)
     if not checked.markdown.strip():
         raise ToolError(f"nothing the runs of step '{step.title}' found passed the claim check")
-    kept = [c for c in picked if c["text"] in checked.markdown or c not in shown]
+    kept = [c for c in claims if c["text"] in checked.markdown or c not in shown]
     return StepResult(step.id, step.title, checked.markdown, notes={
-        "engine": engine.name, "synthesis": True, "runs": len(runs),
+        "engine": engine.name, "synthesis": True, "runs": len(runs), "shown": shown_count,
         "agreed": sum(1 for c in shown if len(c["runs"]) > 1),
         "sources": sorted({n for c in kept for n in c["sources"]}),
-        "sentences": [{"text": c["text"], "source": c["source"], "sources": c["sources"], "runs": sorted(c["runs"])}
-                      for c in kept],
-        "removed_citations": checked.removed_citations, "check": checked.check,
+        "sentences": kept, "removed_citations": checked.removed_citations, "check": checked.check,
     })
