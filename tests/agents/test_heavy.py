@@ -155,11 +155,23 @@ def test_a_run_follows_a_lead_its_best_sentences_repeat():
 def test_a_run_searches_its_lead_and_reads_what_the_first_searches_missed():
     engine = OfflineEngine()
     ctx = offline_ctx()
-    variant = run_variants(STEP, job_id=1, k=3, locale="en-US")[0]
+    variant = run_variants(STEP, job_id=1, k=3, locale="en-US")[1]
     result = engine.research(ctx, STEP, PLAN, [], variant=variant)
     searches = [e[1]["query"] for e in ctx.events if e[0] == "step.activity" and e[1].get("kind") == "search"]
     assert len(result.notes["queries"]) == 3 and searches[-1].startswith(result.notes["queries"][-1])
     assert result.notes["queries"][-1].startswith(STEP.title)
+
+
+def test_run_0_is_the_standard_step_and_the_finding_keeps_all_it_shows():
+    engine = OfflineEngine()
+    standard = engine.research(offline_ctx(), STEP, PLAN, [])
+    ctx = offline_ctx()
+    runs = [engine.research(ctx, STEP, PLAN, [], variant=v) for v in run_variants(STEP, job_id=1, k=3, locale="en-US")]
+    assert runs[0].notes["anchor"] and runs[0].report_md == standard.report_md
+    assert not runs[1].notes.get("anchor") and runs[1].report_md != standard.report_md
+    merged = engine.synthesize(ctx, STEP, PLAN, runs)
+    texts = [s["text"] for s in merged.notes["sentences"][: merged.notes["shown"]]]
+    assert [s["text"] for s in standard.notes["sentences"][: engine.sentences_per_step]] == texts[: engine.sentences_per_step]
 
 
 def test_a_synthesized_finding_shows_more_than_a_standard_step_and_the_report_keeps_them():

@@ -37,6 +37,9 @@ class OfflineEngine(Protocol):
     name: str
     sentences_per_step: int
 
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
+                 variant: RunVariant | None = None) -> StepResult: ...
+
     def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]: ...
 
     def rank_step(self, ctx: AgentContext, step: PlanStep, plan: Plan, sources: list[SourceRef], *, shown: int,
@@ -110,7 +113,14 @@ def lead_query(ctx: AgentContext, step: PlanStep, locale: str, found: list[str],
 
 def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult],
                  variant: RunVariant) -> StepResult:
-    """One of the k runs of a heavy step: every query variant searched, the pages ranked together."""
+    """One of the k runs of a heavy step. Run 0 is the standard step itself (the anchor the synthesis
+    builds on, so heavy never shows less than standard); every other run searches its query variants,
+    ranks the pages together and follows one lead."""
+    if variant.index == 0:
+        anchor = engine.research(ctx, step, plan, prior)
+        queries = [str(anchor.notes.get("query") or step.description or step.title)]
+        return StepResult(anchor.step_id, anchor.title, anchor.report_md, figures=anchor.figures, notes={
+            **anchor.notes, "run": 0, "anchor": True, "emphasis": "", "queries": queries, "searches": 1})
     locale = ctx.locale or plan.locale or detect_locale(ctx.question)
     queries = variant_queries(step, variant, locale)
     found: list[list[SourceRef]] = []
@@ -175,13 +185,22 @@ def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: P
 
     shown_count = heavy_shown(engine, len(runs))
     ranked, _, _ = engine.rank_step(ctx, step, plan, sources, shown=shown_count, backing=backing)
+    # The anchor run's finding (the standard step's) leads; the union rerank adds what it lacks.
+    anchor = next((i for i, r in enumerate(runs) if isinstance(r.notes, dict) and r.notes.get("anchor")), None)
+    lead = picks[anchor][: engine.sentences_per_step] if anchor is not None else []
+    order: list[tuple[str, int, float]] = [(x["text"], x["source"], float(x.get("score") or 0)) for x in lead]
+    extras = [(r.text, r.source, r.score) for r in ranked
+              if not any(near_duplicate(r.text, text) for text, _, _ in order)]
+    # Scores of the two rankings are not on one scale: an added sentence ranks below the anchor's last.
+    floor = min((score for _, _, score in order), default=1.0)
+    order += [(text, source, min(score, floor)) for text, source, score in extras]
     claims: list[dict[str, Any]] = []
-    for r in ranked:
+    for text, source, score in order:
         # Runs that found the claim in another page back it with that page too.
-        found_in = [r.source] + [s["source"] for run in picks for s in run
-                                 if s["source"] != r.source and near_duplicate(s["text"], r.text)]
-        runs_with = sorted(i for i, run in enumerate(picks) if any(near_duplicate(s["text"], r.text) for s in run))
-        claims.append({"text": r.text, "source": r.source, "score": r.score,
+        found_in = [source] + [x["source"] for run in picks for x in run
+                               if x["source"] != source and near_duplicate(x["text"], text)]
+        runs_with = sorted(i for i, run in enumerate(picks) if any(near_duplicate(x["text"], text) for x in run))
+        claims.append({"text": text, "source": source, "score": score,
                        "sources": list(dict.fromkeys(found_in)), "runs": runs_with})
     shown = claims[:shown_count]
     merged = "\n".join(_bullet(c["text"], c["sources"], zh) for c in shown) + "\n"
