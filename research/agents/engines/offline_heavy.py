@@ -1,15 +1,16 @@
 """The offline engine's heavy mode (docs/agents.md, "Depth: standard and heavy"), without a model.
 
-- One run (`research_run`): more query variants per facet than a standard step (the run's opening
-  query, which carries its source-type emphasis, and the step's title with the emphasis' words). The
-  pages all of them found are ranked together by the standard step ranker (the step's own query and
-  facet, page weights, figures prior), leaning towards the emphasis' words; the variants change what
-  is read, not what the step asks.
-- Synthesis (`synthesize`): the union of the pages the runs read, reranked by the same ranker, with
-  a sentence that several runs picked ranked higher. A claim that runs found in different sources
-  cites them all; a sentence whose source is not in the registry is dropped; then the claim check
-  runs (research.agents.synthesis). The finding shows more sentences than a standard step, since k
-  runs read more pages: `heavy_shown`.
+- Run 0 is the anchor: the standard step itself, so heavy never shows less than standard.
+- Every other run (`research_run`) searches more query variants per facet (its opening query, which
+  carries its source-type emphasis, and the step's title with the emphasis' words), ranks all the pages
+  they found with the standard step ranker (the step's own query and facet, page weights, figures
+  prior) leaning towards the emphasis' words, then follows one lead: the words its best sentences
+  repeat that the question does not use become a second-round search (IterResearch, `lead_query`).
+- Synthesis (`synthesize`): the anchor's finding first, then the best of the union of the pages every
+  run read, reranked by the same ranker with what more runs picked ranked higher, near-duplicates of
+  the anchor's sentences left out; up to `heavy_shown` sentences. A claim that runs found in different
+  sources cites them all; a sentence whose source is not in the registry is dropped; then the claim
+  check runs (research.agents.synthesis).
 
 Kept apart from offline.py so that the standard engine needs only a two-line hook.
 """
