@@ -90,6 +90,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def compare(rows: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]], split: str) -> dict[str, Any]:
+    """A row against its baseline row (heavy against standard) over one split's questions run by both:
+    facts gained in all, and on how many questions it found more, or fewer, facts."""
+    both = [q for q, r in rows.items() if r["split"] == split and q in baseline]
+    diffs = [rows[q]["facts_found"] - baseline[q]["facts_found"] for q in both]
+    return {"questions": len(both), "facts_gained": sum(diffs), "questions_better": sum(d > 0 for d in diffs),
+            "questions_worse": sum(d < 0 for d in diffs)}
+
+
 def run_eval(
     *,
     questions: list[dict[str, Any]],
@@ -142,6 +151,11 @@ def run_eval(
             if split_rows:
                 out[split] = summarize(split_rows)
         out["per_question"] = rows
+        base = row.get("baseline")
+        if base in per_question:
+            for split in SPLITS:
+                if split in out:
+                    out[split]["vs_baseline"] = {"baseline": base} | compare(rows, per_question[base], split)
         section[row["name"]] = out
     section["_reports"] = reports
     return section
@@ -173,6 +187,10 @@ def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
                 f"{name:14} {split:5} {'ALL':20} {s['fact_recall']:>7.0%} {support:>8} {s['unretrieved_urls']:>8} "
                 f"{s['uncited_unsupported']:>7} {s['answer_first_count']:>10}"
             )
+            versus = s.get("vs_baseline")
+            if versus:
+                print(f"{name:14} {split:5} {'vs ' + versus['baseline']:20} {versus['facts_gained']:>+7} facts, "
+                      f"{versus['questions_better']} questions better, {versus['questions_worse']} worse")
         print()
     sys.stdout.flush()
 

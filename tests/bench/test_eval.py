@@ -15,7 +15,7 @@ import pytest
 
 from bench.eval.corpus import CorpusSite, load_pages, search
 from bench.eval.metrics import fold, score_report, states_fact
-from bench.eval.run import load_engines, load_questions
+from bench.eval.run import compare, load_engines, load_questions
 from research.agents import verify
 from research.agents.types import SourceRef
 
@@ -114,6 +114,18 @@ def test_engine_rows_are_data():
         load_engines(["nope"])
 
 
+def test_a_row_is_compared_with_its_baseline_question_by_question():
+    def row(split: str, found: int) -> dict:
+        return {"split": split, "facts_found": found}
+
+    heavy = {"a": row("dev", 5), "b": row("dev", 3), "c": row("dev", 4), "d": row("test", 9), "e": row("dev", 1)}
+    standard = {"a": row("dev", 4), "b": row("dev", 3), "c": row("dev", 6), "d": row("test", 2)}
+    assert compare(heavy, standard, "dev") == {"questions": 3, "facts_gained": -1, "questions_better": 1,
+                                               "questions_worse": 1}
+    assert compare(heavy, standard, "test")["facts_gained"] == 7
+    assert {r["name"]: r.get("baseline") for r in load_engines()}["offline-heavy"] == "offline"
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_eval_runs_one_question_through_every_engine_row(tmp_path):
@@ -142,4 +154,7 @@ def test_eval_runs_one_question_through_every_engine_row(tmp_path):
         assert section[engine]["per_question"]["hydrogen-cost-en"]["cited_sentences"] > 0
     assert section["llm"]["stand_in"] is True and section["llm-heavy"]["stand_in"] is True
     assert section["offline-heavy"]["options"] == {"depth": "heavy", "runs": 3}
+    versus = section["offline-heavy"]["dev"]["vs_baseline"]
+    assert versus["baseline"] == "offline" and versus["questions"] == 1
+    assert versus["questions_worse"] == 0  # run 0 of a heavy step is the standard step: never less
     assert section["offline"]["dev"]["fact_recall"] >= 0.5
