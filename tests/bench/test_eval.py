@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.eval import run as eval_run
 from bench.eval.corpus import CorpusSite, load_pages, search
 from bench.eval.metrics import fold, score_report, states_fact
-from bench.eval.run import SPLITS, load_engines, load_questions, splits_for
+from bench.eval.run import load_engines, load_questions
 from research.agents import verify
 from research.agents.types import SourceRef
 
@@ -32,17 +33,17 @@ def _sentences(page) -> list[str]:
 
 def test_the_eval_has_dev_test_and_holdout_questions_with_relevant_and_distractor_pages():
     pages = {p.name: p for p in load_pages()}
-    questions = load_questions(splits=SPLITS)
-    assert SPLITS == ("dev", "test", "holdout") and {q["split"] for q in questions} == set(SPLITS)
+    questions = load_questions(splits=eval_run.SPLITS)
+    assert eval_run.SPLITS == ("dev", "test", "holdout") and {q["split"] for q in questions} == set(eval_run.SPLITS)
     assert len(pages) >= 100 and len(questions) >= 36
     assert sum(q["locale"].startswith("zh") for q in questions) * 2 == len(questions)
-    for split in SPLITS:
+    for split in eval_run.SPLITS:
         chosen = [q for q in questions if q["split"] == split]
         assert len(chosen) >= 10 and {q["locale"][:2] for q in chosen} == {"en", "zh"}, split
     used = {split: {n for q in questions if q["split"] == split for n in q["pages"] + q["distractors"]}
-            for split in SPLITS}
-    for i, a in enumerate(SPLITS):
-        for b in SPLITS[i + 1:]:
+            for split in eval_run.SPLITS}
+    for i, a in enumerate(eval_run.SPLITS):
+        for b in eval_run.SPLITS[i + 1:]:
             assert not used[a] & used[b], f"{a} and {b} must be on different topics: {used[a] & used[b]}"
     # As in dev (ssb-limits-zh), holdout has a Chinese question whose pages are English.
     assert any(q["split"] == "holdout" and q["locale"].startswith("zh")
@@ -59,7 +60,7 @@ def test_the_eval_has_dev_test_and_holdout_questions_with_relevant_and_distracto
 
 def test_every_fact_is_stated_on_a_page_the_question_names():
     pages = {p.name: p for p in load_pages()}
-    for q in load_questions(splits=SPLITS):
+    for q in load_questions(splits=eval_run.SPLITS):
         if q["split"] == "holdout":
             assert 5 <= len(q["facts"]) <= 8, q["id"]
         for fact in q["facts"]:
@@ -116,9 +117,9 @@ def test_scores_count_facts_only_from_the_pages_that_state_them():
 
 def test_a_plain_run_never_runs_the_holdout_split():
     # `make eval` (--split all) is the routine run; holdout questions run only when named.
-    assert splits_for("all") == ("dev", "test") and splits_for("holdout") == ("holdout",)
-    assert not [q for q in load_questions(splits=splits_for("all")) if q["split"] == "holdout"]
-    assert {q["split"] for q in load_questions(splits=splits_for("holdout"))} == {"holdout"}
+    assert eval_run.splits_for("all") == ("dev", "test") and eval_run.splits_for("holdout") == ("holdout",)
+    assert not [q for q in load_questions(splits=eval_run.splits_for("all")) if q["split"] == "holdout"]
+    assert {q["split"] for q in load_questions(splits=eval_run.splits_for("holdout"))} == {"holdout"}
 
 
 def test_engine_rows_are_data():
