@@ -1,13 +1,18 @@
 """`make eval`: research questions over a local corpus, through the real job path, per engine.
 
-    .venv/bin/python bench/eval/run.py                      # all questions, every engine row
+    .venv/bin/python bench/eval/run.py                      # dev and test questions, every engine row
     .venv/bin/python bench/eval/run.py --split dev --engines offline --out /tmp/e.json   # while tuning
+    .venv/bin/python bench/eval/run.py --split holdout      # final readings only (docs/quality.md)
 
 Starts the benchmark stack (bench/harness.py: SQLite, embedded Redis, a real Celery worker) with
 the evaluation corpus (bench/eval/pages) as the web search provider and site, runs every question
 as a job with each engine, scores the final reports (bench/eval/metrics.py), prints a table and
 writes the `eval` section of bench/results.json (other sections are kept): per engine row of
-bench/eval/engines.json and per split, `eval.<row>.dev` and `eval.<row>.test`.
+bench/eval/engines.json and per split, `eval.<row>.dev`, `eval.<row>.test` and `eval.<row>.holdout`.
+
+Splits: `dev` is tuned on, `test` is held out, `holdout` was written after the heavy-mode tuning
+and is run only for final readings, so a plain run (`--split all`) runs dev and test, and the
+holdout questions run only when `--split holdout` names them.
 
 The `llm` engine runs against tests/support/fake_llm.py playing tests/support/scenario.py: a
 scripted stand-in that quotes the first sentences of the pages it fetched. Its figures measure the
@@ -34,8 +39,15 @@ from bench.harness import Stack, machine  # noqa: E402
 QUESTIONS_FILE = Path(__file__).resolve().parent / "questions.json"
 ENGINES_FILE = Path(__file__).resolve().parent / "engines.json"
 DEFAULT_OUT = ROOT / "bench" / "results.json"
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "holdout")
+# What `--split all` (and `make eval`) runs: holdout is only run when named, for final readings.
+ROUTINE_SPLITS = ("dev", "test")
 STAND_IN = "llm = tests/support/fake_llm.py playing tests/support/scenario.py (a scripted stand-in, not a model)"
+
+
+def splits_for(choice: str) -> tuple[str, ...]:
+    """The splits `--split <choice>` runs: `all` is the routine run (dev and test), never holdout."""
+    return ROUTINE_SPLITS if choice == "all" else (choice,)
 
 
 def load_questions(only: list[str] | None = None, splits: tuple[str, ...] = SPLITS) -> list[dict[str, Any]]:
@@ -138,7 +150,8 @@ def run_eval(
         "machine": machine(),
         "wall_s": round(time.monotonic() - started, 1),
         "questions": {split: sum(q["split"] == split for q in questions) for split in SPLITS},
-        "note": STAND_IN + "; test questions are held out: never looked at while tuning",
+        "note": STAND_IN + "; test questions are held out: never looked at while tuning; holdout questions are run"
+        " only for final readings",
         "engines": [row["name"] for row in engines],
     }
     for row in engines:
@@ -163,7 +176,7 @@ def run_eval(
 
 def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
     head = (
-        f"{'engine':14} {'split':5} {'question':20} {'facts':>7} {'support':>8} {'bad urls':>8} "
+        f"{'engine':14} {'split':7} {'question':20} {'facts':>7} {'support':>8} {'bad urls':>8} "
         f"{'uncited':>7} {'answer 1st':>10}"
     )
     print(f"\nResearch quality ({section['questions']}; {section['note']})\n{head}\n{'-' * len(head)}")
@@ -174,7 +187,7 @@ def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
                 support = "n/a" if r["citation_support"] is None else f"{r['citation_support']:.0%}"
                 first = "yes" if r["answer_first"] else "no"
                 print(
-                    f"{name:14} {r['split']:5} {qid:20} {r['facts_found']:>3}/{r['facts']:<3} {support:>8} "
+                    f"{name:14} {r['split']:7} {qid:20} {r['facts_found']:>3}/{r['facts']:<3} {support:>8} "
                     f"{r['unretrieved_urls']:>8} {r['uncited_unsupported']:>7} {first:>10}"
                     + ("" if r["status"] == "done" else f"  ({r['status']})")
                 )
@@ -184,7 +197,7 @@ def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
             s = data[split]
             support = "n/a" if s["citation_support"] is None else f"{s['citation_support']:.1%}"
             print(
-                f"{name:14} {split:5} {'ALL':20} {s['fact_recall']:>7.0%} {support:>8} {s['unretrieved_urls']:>8} "
+                f"{name:14} {split:7} {'ALL':20} {s['fact_recall']:>7.0%} {support:>8} {s['unretrieved_urls']:>8} "
                 f"{s['uncited_unsupported']:>7} {s['answer_first_count']:>10}"
             )
             versus = s.get("vs_baseline")
@@ -207,17 +220,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--engines", default="", help="comma-separated rows of bench/eval/engines.json (default all)")
-    parser.add_argument("--split", choices=("dev", "test", "all"), default="all",
-                        help="tune with --split dev; test is held out (docs/quality.md)")
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all",
+                        help="tune with --split dev; test is held out; all = dev and test; holdout runs only "
+                        "when named, for final readings (docs/quality.md)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results file (default bench/results.json)")
     parser.add_argument("--reports", default="", help="also write each final report into this directory")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    splits = SPLITS if args.split == "all" else (args.split,)
+    splits = splits_for(args.split)
     questions = load_questions([s for s in args.only.split(",") if s], splits)
     engines = load_engines([e for e in args.engines.split(",") if e])
     section = run_eval(questions=questions, engines=engines, verbose=not args.quiet)
     print_table(section)
+    if any(q["split"] == "holdout" for q in questions):
+        print("holdout questions were run: log this reading in docs/quality.md "
+              '("Readings of the test and holdout splits")')
     if args.reports:
         folder = Path(args.reports)
         for name, markdown in section["_reports"].items():

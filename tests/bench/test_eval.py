@@ -1,5 +1,5 @@
-"""`make eval` does not rot: the corpus is what the eval says it is (dev and test on different
-topics, distractors that searches find, every key fact on its page), the evaluation runs one
+"""`make eval` does not rot: the corpus is what the eval says it is (dev, test and holdout on
+different topics, distractors that searches find, every key fact on its page), the evaluation runs one
 question through both engines end to end, and its scoring functions judge reports the way they
 claim to."""
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.eval import run as eval_run
 from bench.eval.corpus import CorpusSite, load_pages, search
 from bench.eval.metrics import fold, score_report, states_fact
 from bench.eval.run import compare, load_engines, load_questions
@@ -30,17 +31,23 @@ def _sentences(page) -> list[str]:
     return [fold(par[s:e]) for par in page.paragraphs for s, e in verify.line_sentences(par)]
 
 
-def test_the_eval_has_dev_and_test_questions_with_relevant_and_distractor_pages():
+def test_the_eval_has_dev_test_and_holdout_questions_with_relevant_and_distractor_pages():
     pages = {p.name: p for p in load_pages()}
-    questions = load_questions()
-    assert len(pages) >= 100 and len(questions) >= 24
+    questions = load_questions(splits=eval_run.SPLITS)
+    assert eval_run.SPLITS == ("dev", "test", "holdout") and {q["split"] for q in questions} == set(eval_run.SPLITS)
+    assert len(pages) >= 100 and len(questions) >= 36
     assert sum(q["locale"].startswith("zh") for q in questions) * 2 == len(questions)
-    for split in ("dev", "test"):
+    for split in eval_run.SPLITS:
         chosen = [q for q in questions if q["split"] == split]
-        assert len(chosen) >= 10 and {q["locale"][:2] for q in chosen} == {"en", "zh"}
+        assert len(chosen) >= 10 and {q["locale"][:2] for q in chosen} == {"en", "zh"}, split
     used = {split: {n for q in questions if q["split"] == split for n in q["pages"] + q["distractors"]}
-            for split in ("dev", "test")}
-    assert not used["dev"] & used["test"], "dev and test must be on different topics"
+            for split in eval_run.SPLITS}
+    for i, a in enumerate(eval_run.SPLITS):
+        for b in eval_run.SPLITS[i + 1:]:
+            assert not used[a] & used[b], f"{a} and {b} must be on different topics: {used[a] & used[b]}"
+    # As in dev (ssb-limits-zh), holdout has a Chinese question whose pages are English.
+    assert any(q["split"] == "holdout" and q["locale"].startswith("zh")
+               and all(pages[n].lang == "en" for n in q["pages"]) for q in questions)
     for q in questions:
         assert 2 <= len(q["pages"]) <= 4 and len(q["distractors"]) >= 4, q["id"]
         assert not set(q["pages"]) & set(q["distractors"])
@@ -53,7 +60,9 @@ def test_the_eval_has_dev_and_test_questions_with_relevant_and_distractor_pages(
 
 def test_every_fact_is_stated_on_a_page_the_question_names():
     pages = {p.name: p for p in load_pages()}
-    for q in load_questions():
+    for q in load_questions(splits=eval_run.SPLITS):
+        if q["split"] == "holdout":
+            assert 5 <= len(q["facts"]) <= 8, q["id"]
         for fact in q["facts"]:
             assert set(fact["pages"]) <= set(q["pages"]), (q["id"], fact["fact"])
             assert any(states_fact(fact, s) for name in fact["pages"] for s in _sentences(pages[name])), (
@@ -106,6 +115,13 @@ def test_scores_count_facts_only_from_the_pages_that_state_them():
     assert scores.uncited_unsupported == ["See a trial.", "A 2031 field trial reported a COP of 9."]
 
 
+def test_a_plain_run_never_runs_the_holdout_split():
+    # `make eval` (--split all) is the routine run; holdout questions run only when named.
+    assert eval_run.splits_for("all") == ("dev", "test") and eval_run.splits_for("holdout") == ("holdout",)
+    assert not [q for q in load_questions(splits=eval_run.splits_for("all")) if q["split"] == "holdout"]
+    assert {q["split"] for q in load_questions(splits=eval_run.splits_for("holdout"))} == {"holdout"}
+
+
 def test_engine_rows_are_data():
     rows = load_engines()
     assert [r["name"] for r in rows][:2] == ["offline", "llm"] and all("engine" in r for r in rows)
@@ -141,12 +157,12 @@ def test_eval_runs_one_question_through_every_engine_row(tmp_path):
     results = json.loads(out.read_text())
     assert results["render"] == {"kept": True}  # other sections are kept
     section = results["eval"]
-    assert section["questions"] == {"dev": 1, "test": 0} and "stand-in" in section["note"]
+    assert section["questions"] == {"dev": 1, "test": 0, "holdout": 0} and "stand-in" in section["note"]
     rows = ["offline", "llm", "offline-heavy", "llm-heavy"]  # heavy mode is measured against standard
     assert section["machine"]["nproc"] >= 1 and section["engines"] == rows
     for engine in rows:
         dev = section[engine]["dev"]
-        assert "test" not in section[engine]  # no test question was run
+        assert "test" not in section[engine] and "holdout" not in section[engine]  # only dev was run
         assert set(dev) >= {"fact_recall", "citation_support", "unretrieved_urls", "answer_first",
                             "uncited_unsupported"}
         assert dev["failed_jobs"] == 0 and dev["unretrieved_urls"] == 0 and dev["uncited_unsupported"] == 0
