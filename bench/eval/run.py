@@ -202,7 +202,7 @@ def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
             )
             versus = s.get("vs_baseline")
             if versus:
-                print(f"{name:14} {split:5} {'vs ' + versus['baseline']:20} {versus['facts_gained']:>+7} facts, "
+                print(f"{name:14} {split:7} {'vs ' + versus['baseline']:20} {versus['facts_gained']:>+7} facts, "
                       f"{versus['questions_better']} questions better, {versus['questions_worse']} worse")
         print()
     sys.stdout.flush()

@@ -147,7 +147,8 @@ def test_a_run_follows_a_lead_its_best_sentences_repeat():
     assert lead.startswith("Key figures") and "coefficient" in lead
     assert not {"heat", "pumps", "cold"} & set(lead.lower().split()[2:])  # the question's words are no lead
     assert lead_query(ctx, step, "en-US", ["Heat pumps work.", "Cold climates are cold."]) == ""
-    zh = lead_query(FakeContext(question="抽水蓄能在中国面临哪些挑战？"), PlanStep(id="s", title="挑战", description="挑战"),
+    zh_step = PlanStep(id="s", title="挑战", description="挑战")
+    zh = lead_query(FakeContext(question="抽水蓄能在中国面临哪些挑战？"), zh_step,
                     "zh-CN", ["抽水蓄能电站建设周期长。", "电站建设需要合适的地形。"])
     assert zh.startswith("挑战") and "电站" in zh and "抽水" not in zh
 
@@ -171,7 +172,8 @@ def test_run_0_is_the_standard_step_and_the_finding_keeps_all_it_shows():
     assert not runs[1].notes.get("anchor") and runs[1].report_md != standard.report_md
     merged = engine.synthesize(ctx, STEP, PLAN, runs)
     texts = [s["text"] for s in merged.notes["sentences"][: merged.notes["shown"]]]
-    assert [s["text"] for s in standard.notes["sentences"][: engine.sentences_per_step]] == texts[: engine.sentences_per_step]
+    first = engine.sentences_per_step
+    assert [s["text"] for s in standard.notes["sentences"][:first]] == texts[:first]
 
 
 def test_a_synthesized_finding_shows_more_than_a_standard_step_and_the_report_keeps_them():
