@@ -46,8 +46,9 @@ STAND_IN = "llm = tests/support/fake_llm.py playing tests/support/scenario.py (a
 
 
 def splits_for(choice: str) -> tuple[str, ...]:
-    """The splits `--split <choice>` runs: `all` is the routine run (dev and test), never holdout."""
-    return ROUTINE_SPLITS if choice == "all" else (choice,)
+    """The splits `--split <choice>` runs: `all` is the routine run (dev and test), never holdout; `final`
+    is every split in one run, for a logged final reading."""
+    return ROUTINE_SPLITS if choice == "all" else SPLITS if choice == "final" else (choice,)
 
 
 def load_questions(only: list[str] | None = None, splits: tuple[str, ...] = SPLITS) -> list[dict[str, Any]]:
@@ -220,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--engines", default="", help="comma-separated rows of bench/eval/engines.json (default all)")
-    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all",
+    parser.add_argument("--split", choices=(*SPLITS, "all", "final"), default="all",
                         help="tune with --split dev; test is held out; all = dev and test; holdout runs only "
-                        "when named, for final readings (docs/quality.md)")
+                        "when named, for final readings (final = all three; docs/quality.md)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results file (default bench/results.json)")
     parser.add_argument("--reports", default="", help="also write each final report into this directory")
     parser.add_argument("--quiet", action="store_true")

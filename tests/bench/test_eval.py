@@ -118,6 +118,7 @@ def test_scores_count_facts_only_from_the_pages_that_state_them():
 def test_a_plain_run_never_runs_the_holdout_split():
     # `make eval` (--split all) is the routine run; holdout questions run only when named.
     assert eval_run.splits_for("all") == ("dev", "test") and eval_run.splits_for("holdout") == ("holdout",)
+    assert eval_run.splits_for("final") == ("dev", "test", "holdout")
     assert not [q for q in load_questions(splits=eval_run.splits_for("all")) if q["split"] == "holdout"]
     assert {q["split"] for q in load_questions(splits=eval_run.splits_for("holdout"))} == {"holdout"}
 
