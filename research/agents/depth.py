@@ -102,18 +102,29 @@ def opening_query(step: PlanStep, emphasis: Emphasis, *, locale: str) -> str:
     return f"{base[:360]} {words}".strip()
 
 
-def run_variants(step: PlanStep, *, job_id: int, k: int, locale: str) -> list[RunVariant]:
-    """The k runs of a step, steered apart: each its own seed, emphasis and opening query."""
+# Run 0 of an engine in ANCHORED_ENGINES is the standard step itself (the offline engine's heavy mode keeps
+# its finding and adds the other runs'): the job page labels it so instead of with an emphasis.
+ANCHORED_ENGINES: tuple[str, ...] = ("offline",)
+ANCHOR_EN = "the standard step, no emphasis (the other runs add to what it finds)"
+ANCHOR_ZH = "标准步骤，不侧重某类来源（其他检索在其发现上补充）"
+
+
+def run_variants(step: PlanStep, *, job_id: int, k: int, locale: str, anchor: bool = False) -> list[RunVariant]:
+    """The k runs of a step, steered apart: each its own seed, emphasis and opening query. With `anchor`,
+    run 0 is the standard step: no emphasis, the step's own words as its query."""
     k = max(1, min(MAX_RUNS, k))
     zh = is_chinese(locale)
     out: list[RunVariant] = []
     for index in range(k):
         emphasis = EMPHASES[index]
-        out.append(RunVariant(
-            index=index, count=k, seed=run_seed(job_id, step.id, index),
-            emphasis=emphasis.text_zh if zh else emphasis.text_en,
-            opening_query=opening_query(step, emphasis, locale=locale),
-        ))
+        if anchor and index == 0:
+            label = ANCHOR_ZH if zh else ANCHOR_EN
+            query = " ".join((step.description.strip() or step.title.strip()).split())[:400]
+        else:
+            label = emphasis.text_zh if zh else emphasis.text_en
+            query = opening_query(step, emphasis, locale=locale)
+        out.append(RunVariant(index=index, count=k, seed=run_seed(job_id, step.id, index), emphasis=label,
+                              opening_query=query))
     return out
 
 

@@ -23,14 +23,23 @@ from django.conf import settings
 from django.db import transaction
 
 from research.agents.citations import strip_citations
-from research.agents.depth import run_variants, step_runs, variant_from_dict
+from research.agents.depth import ANCHORED_ENGINES, run_variants, step_runs, variant_from_dict
 from research.agents.types import Engine, Plan, PlanStep, StepResult
 from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_run, enqueue_step
 from research.jobs.events import event_emit
 from research.jobs.leases import lease_deadline, lease_kept
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
-from research.jobs.units import accepted_plan, engine_for, now, plan_step, queue_grace, step_results, unit_outcome
+from research.jobs.units import (
+    accepted_plan,
+    engine_for,
+    engine_name,
+    now,
+    plan_step,
+    queue_grace,
+    step_results,
+    unit_outcome,
+)
 
 ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
 
@@ -50,7 +59,7 @@ def runs_fan_out(*, job: ResearchJob, step: JobStep) -> None:
     without a lease while its runs work (the reaper leaves it alone; the runs have their own leases).
     """
     variants = run_variants(plan_step(step), job_id=job.pk, k=step_runs(job.options, step.step_type),
-                            locale=job.locale)
+                            locale=job.locale, anchor=engine_name(job) in ANCHORED_ENGINES)
     existing = {r.index: r for r in StepRun.objects.filter(step=step)}
     StepRun.objects.filter(step=step, index__gte=len(variants)).delete()  # fewer runs asked for on a retry
     at = now()

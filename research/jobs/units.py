@@ -12,7 +12,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
-from research.agents.engines import get_engine
+from research.agents.engines import ENGINE_NAMES, get_engine
 from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
 from research.jobs.leases import LeaseLost, lease_check
 from research.jobs.models import TERMINAL_STATUSES, JobStep, ResearchJob, StepStatus
@@ -44,8 +44,13 @@ def short(exc: BaseException) -> str:
     return text if len(text) < 1500 else text[:1500] + "…"
 
 
+def engine_name(job: ResearchJob) -> str:
+    """The engine the job runs with (an unknown name runs offline)."""
+    return job.engine if job.engine in ENGINE_NAMES else "offline"
+
+
 def engine_for(job: ResearchJob) -> Engine:
-    return get_engine(job.engine if job.engine in ("llm", "offline") else "offline")
+    return get_engine(engine_name(job))
 
 
 def accepted_plan(job: ResearchJob) -> Plan:

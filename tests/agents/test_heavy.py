@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 
 from research.agents.citations import citation_numbers
-from research.agents.depth import DEFAULT_RUNS, MAX_RUNS, DepthError, depth_clean, run_variants, step_runs
+from research.agents.depth import (
+    ANCHOR_EN,
+    ANCHOR_ZH,
+    ANCHORED_ENGINES,
+    DEFAULT_RUNS,
+    MAX_RUNS,
+    DepthError,
+    depth_clean,
+    run_variants,
+    step_runs,
+)
 from research.agents.engines.llm import LLMEngine
 from research.agents.engines.offline import OfflineEngine
 from research.agents.engines.offline_heavy import heavy_shown, lead_query, variant_queries
@@ -64,6 +74,15 @@ def test_runs_are_steered_apart_and_stable():
     assert variants == run_variants(STEP, job_id=7, k=MAX_RUNS, locale="en-US")  # a redone run is the same run
     zh = run_variants(STEP, job_id=7, k=2, locale="zh-CN")
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in v.emphasis) for v in zh)
+
+
+def test_an_anchored_engines_run_0_is_labelled_the_standard_step():
+    plain = run_variants(STEP, job_id=7, k=3, locale="en-US")
+    anchored = run_variants(STEP, job_id=7, k=3, locale="en-US", anchor=True)
+    assert anchored[0].emphasis == ANCHOR_EN and anchored[0].opening_query == STEP.description
+    assert anchored[1:] == plain[1:]  # the other runs are steered as before
+    assert run_variants(STEP, job_id=7, k=2, locale="zh-CN", anchor=True)[0].emphasis == ANCHOR_ZH
+    assert "offline" in ANCHORED_ENGINES and "llm" not in ANCHORED_ENGINES
 
 
 # --- synthesis rules --------------------------------------------------------------------------------------
