@@ -196,7 +196,7 @@
     const body = el("div", "card-body");
     node.appendChild(body);
     holder.appendChild(node);
-    cards[step] = {node: node, title: title, chip: chip, body: body, sections: {}, queries: {}, runs: {}};
+    cards[step] = {node: node, title: title, chip: chip, body: body, sections: {}, queries: {}, pages: {}, runs: {}};
     return cards[step];
   }
 
@@ -332,10 +332,15 @@
       } else if (p.kind === "search_results") {
         const li = card.queries[p.query];
         if (li) li.appendChild(el("small", "", " · " + t("results", p)));
-      } else if (p.kind === "fetch") {
-        section(card, "pages").appendChild(el("li", "page", place(p.url)));
-      } else if (p.kind === "fetch_failed") {
-        section(card, "pages").appendChild(el("li", "page bad", place(p.url) + " — " + t("unreadable")));
+      } else if (p.kind === "fetch" || p.kind === "fetch_failed") {
+        // Heavy runs of a step often read the same page: listed once (a failure, then a success, both shown).
+        const key = p.kind + " " + p.url;
+        if (card.pages[key]) return;
+        card.pages[key] = true;
+        const li = p.kind === "fetch" ? el("li", "page", place(p.url))
+          : el("li", "page bad", place(p.url) + " — " + t("unreadable"));
+        li.title = p.url || "";  // the whole address on hover: place() shortens it
+        section(card, "pages").appendChild(li);
       } else if (p.kind === "code") {
         section(card, "code").appendChild(el("li", "code", t("lines", p)));
       } else if (p.kind === "code_result") {

@@ -56,6 +56,11 @@ def test_heavy_job_shows_k_runs_per_step_live_then_the_finding_report_and_files(
     # Each lane says what it leaned on and what it found; the card shows the synthesized finding.
     assert page.locator(".run-lane .emphasis").first.inner_text().strip()
     assert page.locator(".run-lane .run-queries li").count() >= 2 * K
+    # The runs read many of the same pages: each card lists a page once.
+    for index in range(2):
+        read = page.locator(f"#cards .step-card.heavy >> nth={index}").locator("li.page")
+        urls = [read.nth(i).get_attribute("title") for i in range(read.count())]
+        assert urls and all(urls) and len(urls) == len(set(urls)), urls
     findings = page.locator("#cards .step-card.heavy .sec-finding")
     assert findings.count() == 2 and findings.first.locator("h4").text_content() == "Synthesized finding"
     assert findings.first.locator("li.finding").text_content().strip()

@@ -29,7 +29,7 @@ from research.agents.types import AgentContext, Plan, PlanStep, RunVariant, Sour
 from research.ir import tokenize
 
 _EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'-]+")
-_CJK_WORD = textre.compile(r"[\x{4e00}-\x{9fff}]{2}")
+_CJK_WORD = textre.compile("[\u4e00-\u9fff]{2}")
 
 
 class OfflineEngine(Protocol):
