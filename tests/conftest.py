@@ -27,6 +27,19 @@ def _fresh_rate_limits():
     yield
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _redis_clients_usable(request):
+    """Each module starts and ends with this process's Redis clients (Celery's broker pools, the channel
+    layer) usable and pointed where they should be. A fixture that closes a pool kombu still hands out made
+    a later module fail with "Acquire on closed pool" (tests/support/brokers.py); this names the cause at
+    the module that left it, or at the next one."""
+    from tests.support.brokers import redis_clients_problems
+
+    assert not (problems := redis_clients_problems()), f"before {request.module.__name__}: {problems}"
+    yield
+    assert not (problems := redis_clients_problems()), f"after {request.module.__name__}: {problems}"
+
+
 @pytest.fixture
 def alice(db) -> User:
     return User.objects.create_user("alice", "alice@example.com", "alice-pass-123")

@@ -121,6 +121,9 @@ class LeasedWork(models.Model):
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Declared by each kind (their defaults differ); the lease protocol (claims.py) relies on them.
+    status: str
+    job_id: int
 
     class Meta:
         abstract = True

@@ -6,19 +6,17 @@ from __future__ import annotations
 from django.db import transaction
 
 from research.jobs import storage
-from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule, enqueue_step
-from research.jobs.events import event_emit
+from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule
 from research.jobs.models import (
     WORKING_STATUSES,
     JobStatus,
-    JobStep,
     OutputRender,
     OutputStatus,
     ResearchJob,
-    StepStatus,
 )
 from research.jobs.runs import runs_requeue_stale
 from research.jobs.states import job_set_status
+from research.jobs.steps import steps_requeue_stale
 from research.jobs.units import now, queue_grace
 from research.knowledge.services import document_requeue_stale
 
@@ -39,20 +37,9 @@ def reap_stale_work() -> dict[str, int]:
                    *working.filter(stage_lease_until__isnull=True, updated__lt=stale).values_list("pk", flat=True)]:
         counts["stages"] += 1
         enqueue_advance(job_id)
-    for step in JobStep.objects.filter(status__in=[StepStatus.RUNNING, StepStatus.QUEUED], lease_until__lt=at,
-                                       job__status=JobStatus.RESEARCHING):
-        with transaction.atomic():
-            # The token goes too: the lost holder's renewals and outcome no longer match the row.
-            n = JobStep.objects.filter(pk=step.pk, status=step.status, lease_until=step.lease_until).update(
-                status=StepStatus.QUEUED, lease_until=at + queue_grace(), lease_token="")
-            if n:
-                counts["steps"] += 1
-                if step.status == StepStatus.RUNNING:
-                    event_emit(job_id=step.job_id, type="step.requeued",
-                               payload={"step": step.step_id, "attempt": step.attempts,
-                                        "reason": "its worker stopped renewing the lease"})
-                enqueue_step(step.job_id, step.step_id)
-    counts["runs"] = runs_requeue_stale(at)  # heavy mode's parallel runs, leased like steps
+    # Steps and heavy mode's runs: one lease protocol (claims.py), the job row locked first.
+    counts["steps"] = steps_requeue_stale(at)
+    counts["runs"] = runs_requeue_stale(at)
     for row in OutputRender.objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
         if OutputRender.objects.filter(pk=row.pk, status=OutputStatus.RUNNING, lease_until=row.lease_until).update(
             status=OutputStatus.PENDING, lease_token=""

@@ -15,21 +15,21 @@ Celery unit, claimed, leased and reaped like a step, so a killed worker loses on
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
+from django.db.models import QuerySet
 
 from research.agents.citations import strip_citations
 from research.agents.depth import ANCHORED_ENGINES, run_variants, step_runs, variant_from_dict
 from research.agents.types import Engine, Plan, PlanStep, StepResult
+from research.jobs.claims import ENDED, LeasedUnits
 from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_run, enqueue_step
 from research.jobs.events import event_emit
-from research.jobs.leases import lease_deadline, lease_kept
-from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
+from research.jobs.leases import lease_kept
+from research.jobs.models import JobStep, ResearchJob, StepRun, StepStatus
 from research.jobs.units import (
     accepted_plan,
     engine_for,
@@ -40,8 +40,6 @@ from research.jobs.units import (
     step_results,
     unit_outcome,
 )
-
-ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
 
 
 class RunsFailed(Exception):
@@ -89,13 +87,6 @@ def runs_fan_out(*, job: ResearchJob, step: JobStep) -> None:
         _synthesis_queue(job.pk, step)
 
 
-def _lock(job_id: int, step_pk: int) -> None:
-    """Lock the job row, then the step row: the order every unit takes (claims, the scheduler, event_emit
-    takes the job row), so a run ending, a claim and the reaper never wait on each other in a cycle."""
-    ResearchJob.objects.select_for_update().filter(pk=job_id).values_list("pk").first()
-    JobStep.objects.select_for_update().filter(pk=step_pk).values_list("pk").first()
-
-
 def _synthesis_queue(job_id: int, step: JobStep) -> None:
     JobStep.objects.filter(pk=step.pk).update(status=StepStatus.QUEUED, lease_until=now() + queue_grace())
     event_emit(job_id=job_id, type="step.queued", payload={"step": step.step_id, "synthesis": True})
@@ -112,68 +103,59 @@ def _after_run(job_id: int, step_pk: int) -> None:
         _synthesis_queue(job_id, step)
 
 
-def _run_ended_event(job_id: int, run: StepRun, step_id: str, fields: dict[str, Any]) -> None:
-    payload: dict[str, Any] = {"step": step_id, "run": run.index}
-    status = fields.get("status")
-    if status == StepStatus.DONE:
+class _Runs(LeasedUnits[StepRun]):
+    """Heavy mode's runs under the lease protocol (claims.py); the last run's end queues the synthesis."""
+
+    model = StepRun
+    kind = "run"
+
+    def queryset(self) -> QuerySet[StepRun]:
+        return StepRun.objects.select_related("step")
+
+    def payload(self, unit: StepRun) -> dict[str, Any]:
+        return {"step": unit.step.step_id, "run": unit.index}
+
+    def lock_related(self, unit: StepRun) -> None:
+        # The step row (after the job row): the last two runs ending together queue the synthesis once.
+        JobStep.objects.select_for_update().filter(pk=unit.step_id).values_list("pk").first()
+
+    def started(self, job_id: int, unit: StepRun) -> None:
+        event_emit(job_id=job_id, type="run.started",
+                   payload={**self.payload(unit), "attempt": unit.attempts,
+                            "emphasis": str(unit.variant.get("emphasis", ""))})
+
+    def completed(self, unit: StepRun, fields: dict[str, Any]) -> dict[str, Any]:
         notes = fields.get("result", {}).get("notes", {})
         sources = notes.get("sources") if isinstance(notes, dict) else None
         searches = notes.get("searches") if isinstance(notes, dict) else None
         finding = " ".join(strip_citations(str(fields.get("result_md", ""))).split())
-        payload.update({"chars": len(fields.get("result_md", "")), "finding": finding[:200],
-                        "sources": len(sources) if isinstance(sources, list) else None,
-                        "searches": searches if isinstance(searches, int) else None})
-        event_emit(job_id=job_id, type="run.completed", payload=payload)
-    elif status == StepStatus.CANCELLED:
-        event_emit(job_id=job_id, type="run.cancelled", payload=payload)
-    else:
-        event_emit(job_id=job_id, type="run.failed", payload={**payload, "error": fields.get("error", "")})
+        return {"chars": len(fields.get("result_md", "")), "finding": finding[:200],
+                "sources": len(sources) if isinstance(sources, list) else None,
+                "searches": searches if isinstance(searches, int) else None}
+
+    def after_end(self, job_id: int, unit: StepRun, *, written: bool) -> None:
+        if written:
+            _after_run(job_id, unit.step_id)
+
+    def send(self, unit: StepRun) -> None:
+        enqueue_run(unit.job_id, unit.step.step_id, unit.index)
+
+
+_RUNS = _Runs()
 
 
 def run_claim(job_id: int, step_id: str, index: int) -> tuple[ResearchJob, JobStep, StepRun, str] | None:
     """Claim a run like steps.step_claim claims a step: a no-op for an ended run or one under a live lease."""
-    with transaction.atomic():
-        ResearchJob.objects.filter(pk=job_id).update(updated=now())  # serialise with the scheduler
-        job = ResearchJob.objects.filter(pk=job_id).first()
-        run = StepRun.objects.select_related("step").filter(job_id=job_id, step__step_id=step_id,
-                                                            index=index).first()
-        if job is None or run is None or run.status in ENDED:
-            return None
-        if run.status == StepStatus.RUNNING and run.lease_until and run.lease_until > now():
-            return None
-        ended: dict[str, Any] | None = None
-        if job.status != JobStatus.RESEARCHING or job.cancel_requested:
-            ended = {"status": StepStatus.CANCELLED, "error": "cancelled"}
-        elif run.attempts >= settings.STEP_MAX_ATTEMPTS:
-            ended = {"status": StepStatus.FAILED,
-                     "error": f"gave up after {run.attempts} attempts: the worker running it was lost each time"}
-        if ended is not None:
-            _lock(job_id, run.step_id)
-            StepRun.objects.filter(pk=run.pk).update(finished_at=now(), lease_until=None, **ended)
-            _run_ended_event(job_id, run, step_id, ended)
-            _after_run(job_id, run.step_id)
-            return None
-        token = uuid.uuid4().hex
-        StepRun.objects.filter(pk=run.pk).update(status=StepStatus.RUNNING, attempts=run.attempts + 1,
-                                                 lease_token=token, lease_until=now() + lease_deadline(),
-                                                 started_at=now(), error="")
-        run.attempts += 1
-        event_emit(job_id=job_id, type="run.started",
-                   payload={"step": step_id, "run": index, "attempt": run.attempts,
-                            "emphasis": str(run.variant.get("emphasis", ""))})
-        return job, run.step, run, token
+    claimed = _RUNS.claim(job_id, step__step_id=step_id, index=index)
+    if claimed is None:
+        return None
+    job, run, token = claimed
+    return job, run.step, run, token
 
 
 def run_finish(job_id: int, run: StepRun, token: str, **fields: Any) -> bool:
     """Write a run's outcome only if it still holds the lease; queue the synthesis after the last run."""
-    with transaction.atomic():
-        _lock(job_id, run.step_id)
-        n = StepRun.objects.filter(pk=run.pk, lease_token=token, status=StepStatus.RUNNING).update(
-            finished_at=now(), lease_until=None, **fields)
-        if n:
-            _run_ended_event(job_id, run, run.step.step_id, fields)
-            _after_run(job_id, run.step_id)
-    return bool(n)
+    return _RUNS.finish(job_id, run, token, fields)
 
 
 def run_research(*, job_id: int, step_id: str, index: int) -> None:
@@ -216,22 +198,6 @@ def runs_synthesize(ctx: JobContext, engine: Engine, step: JobStep, plan: Plan) 
     return result
 
 
-def runs_requeue_stale(at: Any) -> int:
+def runs_requeue_stale(at: datetime) -> int:
     """For the reaper: re-queue runs whose worker stopped renewing the lease or whose message was lost."""
-    count = 0
-    for run in StepRun.objects.select_related("step").filter(
-            status__in=[StepStatus.RUNNING, StepStatus.QUEUED], lease_until__lt=at,
-            job__status=JobStatus.RESEARCHING):
-        with transaction.atomic():
-            _lock(run.job_id, run.step_id)
-            # The token goes with the lease: a stalled holder can no longer renew it or write an outcome.
-            n = StepRun.objects.filter(pk=run.pk, status=run.status, lease_until=run.lease_until).update(
-                status=StepStatus.QUEUED, lease_until=at + queue_grace(), lease_token="")
-            if n:
-                count += 1
-                if run.status == StepStatus.RUNNING:
-                    event_emit(job_id=run.job_id, type="run.requeued",
-                               payload={"step": run.step.step_id, "run": run.index, "attempt": run.attempts,
-                                        "reason": "its worker stopped renewing the lease"})
-                enqueue_run(run.job_id, run.step.step_id, run.index)
-    return count
+    return _RUNS.requeue_stale(at)

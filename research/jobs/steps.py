@@ -8,7 +8,7 @@ A running step holds a lease token; only the holder may write its outcome (reape
 from __future__ import annotations
 
 import logging
-import uuid
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -17,10 +17,11 @@ from django.db import transaction
 from research.agents.citations import strip_citations
 from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import StepResult
+from research.jobs.claims import ENDED, LeasedUnits
 from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
 from research.jobs.events import event_emit, events_emit
-from research.jobs.leases import lease_deadline, lease_kept
+from research.jobs.leases import lease_kept
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
 from research.jobs.runs import runs_fan_out, runs_synthesize, step_is_heavy
 from research.jobs.states import job_set_status
@@ -28,15 +29,12 @@ from research.jobs.units import accepted_plan, engine_for, now, plan_step, queue
 
 logger = logging.getLogger(__name__)
 
-_ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
-
-
 def step_has_runs(step: JobStep) -> bool:
     return StepRun.objects.filter(step=step).exists()
 
 
 def runs_pending(step: JobStep) -> bool:
-    return StepRun.objects.filter(step=step).exclude(status__in=_ENDED).exists()
+    return StepRun.objects.filter(step=step).exclude(status__in=ENDED).exists()
 
 
 def _graph_steps(steps: list[JobStep]) -> list[dict[str, Any]]:
@@ -63,7 +61,7 @@ def job_schedule(*, job_id: int) -> None:
             return
         graph = _graph_steps(steps)
         # A failed step fails the steps that depend on it (and theirs).
-        blocked = blocked_steps(graph, failed_ids=[s.step_id for s in steps if s.status in _ENDED[1:]],
+        blocked = blocked_steps(graph, failed_ids=[s.step_id for s in steps if s.status in ENDED[1:]],
                                 pending_ids=[s.step_id for s in steps if s.status == StepStatus.PENDING])
         for s in steps:
             if s.step_id in blocked:
@@ -86,7 +84,7 @@ def job_schedule(*, job_id: int) -> None:
         for s in queued:
             s.status = StepStatus.QUEUED
             enqueue_step(job_id, s.step_id)
-        if all(s.status in _ENDED for s in steps):
+        if all(s.status in ENDED for s in steps):
             if any(s.status == StepStatus.DONE for s in steps):
                 job_set_status(job=job, status=JobStatus.REPORTING, stage_attempts=0)
                 enqueue_advance(job_id)
@@ -95,68 +93,57 @@ def job_schedule(*, job_id: int) -> None:
                 job_set_status(job=job, status=JobStatus.FAILED, error=f"Every step failed. {reasons}")
 
 
-def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | None:
-    with transaction.atomic():
-        ResearchJob.objects.filter(pk=job_id).update(updated=now())
-        job = ResearchJob.objects.filter(pk=job_id).first()
-        step = JobStep.objects.filter(job_id=job_id, step_id=step_id).first()
-        if job is None or step is None:
-            return None
-        if step.status in (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED):
-            return None  # a duplicate delivery is a no-op
-        if step.status == StepStatus.RUNNING and step.lease_until and step.lease_until > now():
-            return None  # someone is running it right now
-        if step.status == StepStatus.RUNNING and step.lease_until is None and runs_pending(step):
-            return None  # a heavy step waiting on its runs: their last one queues it
-        if job.status != JobStatus.RESEARCHING or job.cancel_requested:
-            JobStep.objects.filter(pk=step.pk).update(status=StepStatus.CANCELLED)
-            event_emit(job_id=job_id, type="step.cancelled", payload={"step": step_id})
-            enqueue_schedule(job_id)
-            return None
-        if step.attempts >= settings.STEP_MAX_ATTEMPTS:
-            error = f"gave up after {step.attempts} attempts: the worker running it was lost each time"
-            JobStep.objects.filter(pk=step.pk).update(status=StepStatus.FAILED, error=error, finished_at=now())
-            event_emit(job_id=job_id, type="step.failed", payload={"step": step_id, "error": error})
-            enqueue_schedule(job_id)
-            return None
-        token = uuid.uuid4().hex
-        JobStep.objects.filter(pk=step.pk).update(
-            status=StepStatus.RUNNING, attempts=step.attempts + 1, lease_token=token,
-            lease_until=now() + lease_deadline(), started_at=now(), error="",
-        )
-        step.attempts += 1
+class _Steps(LeasedUnits[JobStep]):
+    """Plan steps under the lease protocol (claims.py); an end (or a lost lease) wakes the scheduler."""
+
+    model = JobStep
+    kind = "step"
+
+    def payload(self, unit: JobStep) -> dict[str, Any]:
+        return {"step": unit.step_id}
+
+    def waiting(self, unit: JobStep) -> bool:
+        # A heavy step waiting on its runs: their last one queues it.
+        return unit.status == StepStatus.RUNNING and unit.lease_until is None and runs_pending(unit)
+
+    def started(self, job_id: int, unit: JobStep) -> None:
         # A heavy step comes back here once its runs ended, to merge them.
-        event_emit(job_id=job_id, type="step.synthesizing" if step_has_runs(step) else "step.started",
-                   payload={"step": step_id, "title": step.title, "type": step.step_type, "attempt": step.attempts})
-        return job, step, token
+        event_emit(job_id=job_id, type="step.synthesizing" if step_has_runs(unit) else "step.started",
+                   payload={"step": unit.step_id, "title": unit.title, "type": unit.step_type,
+                            "attempt": unit.attempts})
+
+    def completed(self, unit: JobStep, fields: dict[str, Any]) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "figures": fields.get("result", {}).get("figures", []), "chars": len(fields.get("result_md", "")),
+            "finding": " ".join(strip_citations(str(fields.get("result_md", ""))).split())[:280]}
+        notes = fields.get("result", {}).get("notes", {})
+        if isinstance(notes, dict) and notes.get("synthesis"):  # heavy: how many runs it merged
+            extra.update({"synthesized": True, "runs": len(notes.get("runs_done", [])),
+                          "lost": len(notes.get("runs_lost", []))})
+        return extra
+
+    def after_end(self, job_id: int, unit: JobStep, *, written: bool) -> None:
+        enqueue_schedule(job_id)
+
+    def send(self, unit: JobStep) -> None:
+        enqueue_step(unit.job_id, unit.step_id)
+
+
+_STEPS = _Steps()
+
+
+def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | None:
+    return _STEPS.claim(job_id, step_id=step_id)
 
 
 def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
     """Write the outcome only if we still hold the lease (the reaper may have handed the step on)."""
-    with transaction.atomic():
-        # The job row first, as the claims, the scheduler and runs.py take it: writing the step row and
-        # then event_emit's job row would be the opposite order, a deadlock waiting to happen on PostgreSQL.
-        ResearchJob.objects.select_for_update().filter(pk=job_id).values_list("pk").first()
-        n = JobStep.objects.filter(pk=step.pk, lease_token=token, status=StepStatus.RUNNING).update(
-            finished_at=now(), lease_until=None, **fields
-        )
-        if n:
-            payload: dict[str, Any] = {"step": step.step_id}
-            if fields.get("status") == StepStatus.DONE:
-                payload.update({"figures": fields.get("result", {}).get("figures", []),
-                                "chars": len(fields.get("result_md", "")),
-                                "finding": " ".join(strip_citations(str(fields.get("result_md", ""))).split())[:280]})
-                notes = fields.get("result", {}).get("notes", {})
-                if isinstance(notes, dict) and notes.get("synthesis"):  # heavy: how many runs it merged
-                    payload.update({"synthesized": True, "runs": len(notes.get("runs_done", [])),
-                                    "lost": len(notes.get("runs_lost", []))})
-                event_emit(job_id=job_id, type="step.completed", payload=payload)
-            elif fields.get("status") == StepStatus.CANCELLED:
-                event_emit(job_id=job_id, type="step.cancelled", payload=payload)
-            else:
-                event_emit(job_id=job_id, type="step.failed", payload={**payload, "error": fields.get("error", "")})
-        enqueue_schedule(job_id)
-    return bool(n)
+    return _STEPS.finish(job_id, step, token, fields)
+
+
+def steps_requeue_stale(at: datetime) -> int:
+    """For the reaper: re-queue steps whose worker stopped renewing the lease or whose message was lost."""
+    return _STEPS.requeue_stale(at)
 
 
 def step_run(*, job_id: int, step_id: str) -> None:

@@ -33,6 +33,7 @@ import pytest
 from research.jobs.models import JobEvent, ResearchJob, Source, StepStatus
 from research.runtime import free_port
 from tests.integration.helpers import assert_event_log_complete
+from tests.support.brokers import layers_pointed_at, redis_clients_pointed_at
 from tests.support.fake_llm import FakeLLM, Reply
 from tests.support.procs import (
     AsgiServer,
@@ -421,31 +422,11 @@ def fault_env(fault_redis, fault_llm, test_site) -> dict[str, str]:
 
 @pytest.fixture(scope="package")
 def fault_broker(fault_redis) -> Iterator[str]:
-    """Point this process's Celery app (services.job_create's sends) and channel layer at the stack's Redis."""
-    from channels.layers import channel_layers
-    from django.conf import settings
-
-    from research.celery import app
-
-    def repoint(url: str) -> None:
-        if app._pool is not None:
-            app._pool.force_close_all()
-        app.conf.broker_url = url
-        app._pool = None
-        amqp = app.__dict__.get("amqp")
-        if amqp is not None:
-            amqp._producer_pool = None
-
-    old = app.conf.broker_url
-    old_layers: dict[str, Any] = settings.CHANNEL_LAYERS
-    repoint(fault_redis.url)
-    settings.CHANNEL_LAYERS = {"default": {**old_layers["default"],
-                                           "CONFIG": {**old_layers["default"]["CONFIG"], "hosts": [fault_redis.url]}}}
-    channel_layers.backends.clear()
-    yield fault_redis.url
-    repoint(old)
-    settings.CHANNEL_LAYERS = old_layers
-    channel_layers.backends.clear()
+    """Point this process's Celery app (services.job_create's sends) and channel layer at the stack's Redis
+    (and back afterwards, with fresh pools: tests/support/brokers.py says why)."""
+    layers = layers_pointed_at(fault_redis.url)
+    with redis_clients_pointed_at(broker_url=fault_redis.url, channel_layers_setting=layers):
+        yield fault_redis.url
 
 
 @pytest.fixture

@@ -107,3 +107,61 @@ def test_select_for_update_holds_the_row_until_commit(job):
         thread.join(30)
     with transaction.atomic():  # released with the holder's commit
         assert ResearchJob.objects.select_for_update(nowait=True).get(pk=job.pk).pk == job.pk
+
+
+def _row_locks(sql: str) -> set[str]:
+    """The tables whose rows this statement locks (an UPDATE, or a SELECT ... FOR UPDATE)."""
+    head = sql.lstrip().upper()
+    tables = {"jobs_researchjob", "jobs_jobstep", "jobs_steprun"}
+    if head.startswith("UPDATE"):
+        return {t for t in tables if head.startswith(f'UPDATE "{t.upper()}"')}
+    if head.startswith("SELECT") and "FOR UPDATE" in head:
+        return {t for t in tables if f'FROM "{t.upper()}"' in head}
+    return set()
+
+
+def _first_locks(call: Callable[[], Any]) -> list[str]:
+    """The tables `call` locks rows of, in the order it first locks each."""
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    order: list[str] = []
+    for query in captured.captured_queries:
+        order += sorted(t for t in _row_locks(query["sql"]) if t not in order)
+    return order
+
+
+def test_every_move_of_the_lease_protocol_locks_the_job_row_first(job):
+    """Claims, ends and the reaper's hand-offs of steps and runs lock the job row before a unit's rows, as the
+    scheduler and event_emit do: the one order that cannot deadlock (the reaper's step hand-off used to lock
+    the step first and then, through event_emit, the job, while step_finish took them the other way)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no row locks (it locks the whole file); run with TEST_DATABASE=postgres")
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from research.jobs import runs
+    from research.jobs.models import StepRun
+
+    step = JobStep.objects.get(job=job, step_id="s1")
+    run = StepRun.objects.create(step=step, job=job, index=0, status=StepStatus.QUEUED)
+    moves: list[tuple[str, Callable[[], Any]]] = []
+    claimed_step: list[Any] = []
+    claimed_run: list[Any] = []
+    moves += [("step claim", lambda: claimed_step.append(steps.step_claim(job.pk, "s1"))),
+              ("step finish", lambda: steps.step_finish(job.pk, claimed_step[0][1], claimed_step[0][2],
+                                                        status=StepStatus.FAILED, error="x"))]
+    moves += [("run claim", lambda: claimed_run.append(runs.run_claim(job.pk, "s1", 0))),
+              ("run finish", lambda: runs.run_finish(job.pk, claimed_run[0][2], claimed_run[0][3],
+                                                     status=StepStatus.FAILED, error="x"))]
+    for name, call in moves:
+        order = _first_locks(call)
+        assert order and order[0] == "jobs_researchjob", (name, order)
+    for model, pk, requeue in ((JobStep, step.pk, steps.steps_requeue_stale),
+                               (StepRun, run.pk, runs.runs_requeue_stale)):
+        model.objects.filter(pk=pk).update(status=StepStatus.RUNNING, lease_until=timezone.now() - timedelta(seconds=1))
+        order = _first_locks(lambda requeue=requeue: requeue(timezone.now()))
+        assert order and order[0] == "jobs_researchjob", (model.__name__, order)
+        assert model.objects.get(pk=pk).status == StepStatus.QUEUED

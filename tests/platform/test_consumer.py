@@ -13,19 +13,17 @@ from research.jobs import dispatch, services
 from research.jobs.consumers import JobEventsConsumer
 from research.jobs.events import event_emit
 from research.jobs.models import ResearchJob
+from tests.support.brokers import redis_clients_pointed_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def memory_layer(settings, monkeypatch):
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    from channels.layers import channel_layers
-
-    channel_layers.backends.clear()
+def memory_layer(monkeypatch):
     monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
-    yield
-    channel_layers.backends.clear()
+    with redis_clients_pointed_at(channel_layers_setting={
+            "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}):
+        yield
 
 
 def _communicator(job_id: int, user: User | None, origin: bytes = b"http://127.0.0.1") -> WebsocketCommunicator:
