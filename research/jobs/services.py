@@ -40,7 +40,8 @@ from research.jobs.states import InvalidTransition, job_set_status
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "InvalidAction", "InvalidTransition", "RateLimited",
+    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
+    "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
     "report_edit_check_run", "report_edit_submit", "report_version_create",
@@ -52,6 +53,7 @@ MAX_QUESTION_CHARS = 4000
 
 
 RateLimited = ratelimit.RateLimited
+CounterUnavailable = ratelimit.CounterUnavailable  # the counter's Redis is down: refused (503), nothing created
 
 
 class StalePlan(Exception):
