@@ -3,10 +3,18 @@ and time out plan reviews. Units are idempotent (their claims check the database
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import transaction
 
 from research.jobs import storage
-from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule, enqueue_step
+from research.jobs.dispatch import (
+    enqueue_advance,
+    enqueue_render,
+    enqueue_report_edit_check,
+    enqueue_schedule,
+    enqueue_step,
+)
 from research.jobs.events import event_emit
 from research.jobs.models import (
     WORKING_STATUSES,
@@ -14,6 +22,7 @@ from research.jobs.models import (
     JobStep,
     OutputRender,
     OutputStatus,
+    ReportEditCheck,
     ResearchJob,
     StepStatus,
 )
@@ -26,8 +35,8 @@ from research.knowledge.services import document_requeue_stale
 def reap_stale_work() -> dict[str, int]:
     """Re-queue units whose worker died (lapsed lease) or whose message was lost; time out reviews.
 
-    Returns how many stages, steps, renders, reviews and knowledge-base documents (still `indexing`
-    after their message was lost) it acted on, and how many dead units' work folders it removed.
+    Returns how many stages, steps, renders, report edit checks, reviews and knowledge-base documents (still
+    `indexing` after their message was lost) it acted on, and how many dead units' work folders it removed.
     """
     at = now()
     stale = at - queue_grace()
@@ -63,6 +72,7 @@ def reap_stale_work() -> dict[str, int]:
                                            updated__lt=stale):
         OutputRender.objects.filter(pk=row.pk).update(updated=at)
         enqueue_render(row.job_id, row.kind)
+    counts["edit_checks"] = _edit_checks_requeue_stale(at, stale)
     for job_id in ResearchJob.objects.filter(status=JobStatus.AWAITING_REVIEW, review_deadline__lt=at).values_list(
         "pk", flat=True
     ):
@@ -81,3 +91,27 @@ def reap_stale_work() -> dict[str, int]:
     # Work folders of units whose process died on this host (the other hosts sweep theirs when they next render).
     counts["work_dirs"] = len(storage.work_dirs_sweep())
     return counts
+
+
+def _edit_checks_requeue_stale(at: datetime, stale: datetime) -> int:
+    """Long report edits checked by a worker (ReportEditCheck), leased like renders: a running check whose
+    lease lapsed goes back to pending and is re-sent (`report.check_requeued`; its next claim fails it after
+    STEP_MAX_ATTEMPTS), and a pending one nobody claimed within the queue grace is re-sent."""
+    count = 0
+    for row in ReportEditCheck.objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
+        with transaction.atomic():
+            if ReportEditCheck.objects.filter(pk=row.pk, status=OutputStatus.RUNNING,
+                                              lease_until=row.lease_until).update(
+                    status=OutputStatus.PENDING, lease_token="", updated=at):
+                count += 1
+                event_emit(job_id=row.job_id, type="report.check_requeued",
+                           payload={"check": row.pk, "attempt": row.attempts,
+                                    "reason": "its worker stopped renewing the lease"})
+                enqueue_report_edit_check(row.pk)
+    for check_id in ReportEditCheck.objects.filter(status=OutputStatus.PENDING, updated__lt=stale).values_list(
+            "pk", flat=True):
+        if ReportEditCheck.objects.filter(pk=check_id, status=OutputStatus.PENDING, updated__lt=stale).update(
+                updated=at):
+            count += 1
+            enqueue_report_edit_check(check_id)
+    return count
