@@ -323,7 +323,11 @@ class ReportEditCheck(models.Model):
 
 
 class FollowUp(models.Model):
-    """A question asked about a finished job's report, and its cited answer."""
+    """A question asked about a finished job's report, and its cited answer.
+
+    Answered by the `followup` unit (research/jobs/followups.py), leased like a render: the reaper re-queues
+    one whose worker died or whose message was lost (research/jobs/reaper.py).
+    """
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="followups")
     number = models.PositiveIntegerField()
@@ -333,7 +337,11 @@ class FollowUp(models.Model):
     error = models.TextField(blank=True)
     added_sources = models.PositiveIntegerField(default=0)  # found by the extra research round
     folded_into = models.PositiveIntegerField(null=True, blank=True)  # report version that includes it
+    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
     created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending one older than the grace is re-sent
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -16,6 +16,7 @@ from django.utils import timezone
 from research.agents.types import Plan, PlanStep
 from research.jobs import dispatch, services
 from research.jobs.models import (
+    FollowUp,
     JobStatus,
     JobStep,
     OutputRender,
@@ -209,7 +210,7 @@ def test_reaper_resends_lapsed_and_lost_units_and_times_out_reviews(alice, bob, 
     counts = reap_stale_work()
 
     assert counts == {"stages": 1, "steps": 1, "runs": 0, "renders": 1, "reviews": 1, "documents": 0, "work_dirs": 0,
-                      "edit_checks": 0}
+                      "edit_checks": 0, "followups": 0}
     assert ("advance", lapsed_stage.pk) in sent and ("advance", held_stage.pk) not in sent
     assert ("step", research.pk, "a") in sent and ("step", research.pk, "b") not in sent
     assert ("render", rendering.pk, "pdf") in sent and ("render", rendering.pk, "pptx") not in sent
@@ -302,6 +303,59 @@ def test_a_replaced_edit_check_holder_cannot_save_the_edit(alice, sent):
         _edit_check_holder(check.pk, old_token)
     with transaction.atomic():
         _edit_check_holder(check.pk, new_token)
+
+
+def _followup(alice, **fields) -> FollowUp:
+    check = _edit_check(alice)  # a finished job with a report
+    followup = FollowUp.objects.create(job=check.job, number=1, question="And wind power?")
+    FollowUp.objects.filter(pk=followup.pk).update(**fields)
+    followup.refresh_from_db()
+    return followup
+
+
+def test_reaper_requeues_a_followup_whose_worker_died_and_resends_one_whose_message_was_lost(alice, sent):
+    past = timezone.now() - timedelta(hours=1)
+    lapsed = _followup(alice, status=OutputStatus.RUNNING, attempts=1, lease_until=past, lease_token="dead")
+    held = _followup(alice, status=OutputStatus.RUNNING, attempts=1, lease_until=timezone.now() + LATER)
+    lost = _followup(alice, updated=past)
+    sent.clear()
+
+    assert reap_stale_work()["followups"] == 2
+
+    assert ("followup", lapsed.pk) in sent and ("followup", lost.pk) in sent and ("followup", held.pk) not in sent
+    lapsed.refresh_from_db()
+    assert lapsed.status == OutputStatus.PENDING and lapsed.lease_token == ""
+    event = lapsed.job.events.get(type="followup.requeued")
+    assert event.payload == {"number": 1, "attempt": 1, "reason": "its worker stopped renewing the lease"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_followup_lost_max_attempts_times_fails_with_the_reason(alice, sent, settings):
+    from research.jobs.followups import followup_run
+
+    settings.STEP_MAX_ATTEMPTS = 3
+    followup = _followup(alice, attempts=3)
+    followup_run(followup_id=followup.pk)  # the claim gives up before any model call
+    followup.refresh_from_db()
+    assert followup.status == OutputStatus.FAILED and "Gave up after 3 attempts" in followup.error
+    failed = followup.job.events.get(type="followup.failed")
+    assert failed.payload == {"number": 1, "error": followup.error}
+
+
+def test_a_replaced_followup_holder_cannot_write_the_answer(alice, sent):
+    from research.jobs.followups import _followup_claim, _followup_holder
+    from research.jobs.leases import LeaseLost
+
+    followup = _followup(alice)
+    _, old_token = _followup_claim(followup.pk)  # type: ignore[misc]
+    assert _followup_claim(followup.pk) is None  # a live lease: a second delivery does nothing
+    _take_over(FollowUp, followup.pk, "lease_until")
+    _, new_token = _followup_claim(followup.pk)  # type: ignore[misc]
+    with pytest.raises(LeaseLost), transaction.atomic():
+        _followup_holder(followup.pk, old_token)
+    with transaction.atomic():
+        _followup_holder(followup.pk, new_token)
+    assert FollowUp.objects.get(pk=followup.pk).attempts == 2
 
 
 # --- fencing: a holder that was replaced writes nothing ---------------------------------------------------

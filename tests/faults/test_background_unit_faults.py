@@ -1,9 +1,12 @@
-"""Long report edits checked by a worker (ReportEditCheck) survive a dead worker like the other units.
+"""One-shot background units (a long report edit's check, a follow-up's answer) survive a dead worker like
+the other units.
 
 A worker killed in the middle of a check stops renewing its lease; the reaper (in beat) puts the check
 back to pending (`report.check_requeued`) and re-sends it; another worker checks it again and saves the
 edit once. A check whose worker was lost STEP_MAX_ATTEMPTS times ends failed, and the owner's event
-stream (the job page's timeline) says why. Real parts: PostgreSQL, Redis, Celery prefork workers, beat.
+stream (the job page's timeline) says why. A follow-up whose worker is killed while the model answers is
+answered again by another worker, once. Real parts: PostgreSQL, Redis, Celery prefork workers, beat, the
+model double over HTTP.
 
 To kill the worker at a known point (inside the transaction that saves the new version) rather than at
 some moment of a check that takes a fraction of a second, the test holds the job row's lock: the worker
@@ -22,8 +25,16 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from research.jobs import services
-from research.jobs.models import JobEvent, JobStatus, OutputStatus, ReportEditCheck, ResearchJob, Source
+from research.jobs import followups, services
+from research.jobs.models import (
+    FollowUp,
+    JobEvent,
+    JobStatus,
+    OutputStatus,
+    ReportEditCheck,
+    ResearchJob,
+    Source,
+)
 from tests.faults.stack import QUESTION, kill_worker, wait_until
 from tests.integration.helpers import assert_event_log_complete
 
@@ -33,10 +44,10 @@ if connection.vendor != "postgresql":  # the kill point is a row lock the worker
     pytestmark.append(pytest.mark.skip(reason="needs TEST_DATABASE=postgres (row locks)"))
 
 
-def _done_job(owner) -> ResearchJob:
+def _done_job(owner, engine: str = "offline") -> ResearchJob:
     """A finished job with a report, made without running it (no stage message reaches the stack)."""
-    job = ResearchJob.objects.create(owner=owner, question=QUESTION, status=JobStatus.DONE, engine="offline",
-                                     options={"outputs": ["md"]})
+    job = ResearchJob.objects.create(owner=owner, question=QUESTION, status=JobStatus.DONE, engine=engine,
+                                     options={"outputs": ["md"], "web": False})
     Source.objects.create(job=job, number=1, url="https://a.example/solar", title="Solar",
                           text="Solar module prices fell by 90% between 2010 and 2020.", text_hash="x")
     services.report_version_create(job=job, markdown="# Solar\n\nModule prices fell by 90% [1].\n", author="reporter")
@@ -116,3 +127,28 @@ def test_a_check_lost_every_time_ends_failed_and_the_owner_is_told_why(stack, al
     shown = owner.get(f"/jobs/{job.pk}/events/?after=0").json()
     failed = [e for e in shown["events"] if e["type"] == "report.check_failed"]
     assert len(failed) == 1 and failed[0]["payload"] == {"check": check.pk, "error": row.error}
+
+
+def test_a_worker_killed_mid_followup_is_replaced_and_the_question_answered_once(stack, alice):
+    job = _done_job(alice, engine="llm")
+    stack.beat()
+    doomed = stack.worker(concurrency=1)
+    held = stack.director.gate("followup")  # the model call of the first attempt waits here
+    followup = followups.followup_ask(job=job, question="How far did solar module prices fall?")
+    held.wait_arrival()
+    row = FollowUp.objects.get(pk=followup.pk)
+    assert (row.status, row.attempts) == (OutputStatus.RUNNING, 1)
+    stack.worker(concurrency=1)
+    kill_worker(doomed, stack=stack)
+    held.open()
+
+    def ended() -> FollowUp | None:
+        row = FollowUp.objects.get(pk=followup.pk)
+        return row if row.status in (OutputStatus.DONE, OutputStatus.FAILED) else None
+
+    row = wait_until(ended, timeout=90, what="the follow-up to end", stack=stack)
+    assert row.status == OutputStatus.DONE, row.error
+    assert row.attempts == 2 and row.lease_token == "" and "[1]" in row.answer
+    events = assert_event_log_complete(job)
+    counts = Counter(e.type for e in events)
+    assert (counts["followup.requeued"], counts["followup.done"], counts["followup.failed"]) == (1, 1, 0)
