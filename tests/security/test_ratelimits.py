@@ -190,7 +190,6 @@ def counter_down(settings, monkeypatch) -> str:
     url = f"redis://127.0.0.1:{free_port()}/0"
     settings.CACHES = {**settings.CACHES, "ratelimit": {"BACKEND": "research.ratelimit.CounterCache",
                                                         "LOCATION": url}}
-    settings.DEBUG_PROPAGATE_EXCEPTIONS = False
     monkeypatch.setattr(AxesProxyHandler, "implementation", None)  # axes keeps its cache object: make a new one
     return url
 
