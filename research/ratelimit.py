@@ -10,23 +10,34 @@ API:
     ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account and per IP
     ratelimited(scope, rate_setting)                               view decorator (POST only) → 429
     too_many_requests(request, verdict) -> HttpResponse            the 429 page with Retry-After
+    CounterCache                                                   the ``ratelimit`` cache's backend
+    CounterUnavailable                                             raised when the counter cannot be reached
+    CounterUnavailableMiddleware                                   ... and turned into a 503 page
 
 Logins are not counted here but by django-axes, which hooks ``authenticate()`` itself (so the site
 login, the admin login and any later form are covered) and stores its failure counts in the same
 ``ratelimit`` cache; the ``login_*`` functions below are its settings (research/settings.py, AXES_*).
+
+When the counter's Redis cannot be reached every throttle fails closed, the same way: the use is refused
+with 503 and Retry-After ("temporarily unavailable"), never counted as allowed and never a 500. Failing
+open would turn a Redis outage into unlimited password guessing; the broker is the same Redis, so little
+else works during the outage anyway (docs/operations.md, "When the rate-limit counter is down").
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import redis
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.core.cache.backends.redis import RedisCache
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django_ratelimit.core import _split_rate, get_usage  # type: ignore[import-untyped]
@@ -60,6 +71,79 @@ class RateLimited(Exception):
         self.verdict = verdict
 
 
+UNAVAILABLE_RETRY_AFTER_S = 30  # what a refusal during a counter outage asks the client to wait
+
+
+class CounterUnavailable(Exception):
+    """The rate-limit counter (the `ratelimit` cache's Redis) cannot be reached: the use is refused (503)."""
+
+    retry_after = UNAVAILABLE_RETRY_AFTER_S
+
+    @property
+    def message(self) -> str:
+        return _("A service this page needs cannot be reached right now. Nothing was changed; please try again "
+                 "in %(seconds)d seconds.") % {"seconds": self.retry_after}
+
+
+@contextmanager
+def _counter_reached() -> Iterator[None]:
+    try:
+        yield
+    except (redis.RedisError, OSError) as exc:
+        log.warning("rate-limit counter unreachable (%s); refusing the request", exc)
+        raise CounterUnavailable(str(exc)) from exc
+
+
+class CounterCache(RedisCache):
+    """The `ratelimit` cache (settings.CACHES): Django's Redis cache, with every failure to reach Redis raised
+    as CounterUnavailable, whoever calls it (our counter, django-axes' login counts, later code), so one
+    middleware can answer all of them the same way."""
+
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().add(*args, **kwargs)
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().get(*args, **kwargs)
+
+    def set(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().set(*args, **kwargs)
+
+    def touch(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().touch(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().delete(*args, **kwargs)
+
+    def get_many(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().get_many(*args, **kwargs)
+
+    def has_key(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().has_key(*args, **kwargs)
+
+    def incr(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().incr(*args, **kwargs)
+
+    def set_many(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().set_many(*args, **kwargs)
+
+    def delete_many(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().delete_many(*args, **kwargs)
+
+    def clear(self) -> Any:
+        with _counter_reached():
+            return super().clear()
+
+
 def rate_window_text(rate: str) -> str:
     """The window of a rate such as "30/h" or "10/15m" in words ("60 minutes", "15 minutes", "1 day")."""
     period = rate.partition("/")[2].strip() or "s"
@@ -77,17 +161,21 @@ def rate_window_text(rate: str) -> str:
 def ratelimit_hit(*, scope: str, key: str, rate: str) -> Verdict:
     """Count one use of `scope` by `key` (an account, an IP) and say whether it is allowed.
 
-    Fails closed: when the counter cannot be reached the use is refused, with a short retry.
+    Fails closed: when the counter cannot be reached it raises CounterUnavailable (503, never "allowed").
     """
     if not rate:
         return ALLOWED
     try:
         usage = get_usage(None, group=scope, key=lambda _group, _request: key, rate=rate, increment=True)
-    except Exception:  # the cache server is down: refuse rather than go unlimited
+    except CounterUnavailable:
+        raise
+    except Exception as exc:  # another cache backend that cannot be reached: refuse rather than go unlimited
         log.warning("rate limiter unavailable for %s; refusing", scope, exc_info=True)
-        return Verdict(allowed=False, retry_after=5)
+        raise CounterUnavailable(str(exc)) from exc
     if usage is None:  # RATELIMIT_ENABLE = False
         return ALLOWED
+    if usage["limit"] == 0 and usage["time_left"] == -1:  # django-ratelimit's "the cache answered nothing"
+        raise CounterUnavailable("the rate-limit cache returned no count")
     return Verdict(
         allowed=not usage["should_limit"],
         count=int(usage["count"]),
@@ -119,6 +207,32 @@ def too_many_requests(request: HttpRequest, verdict: Verdict, message: str | Non
     response = render(request, "429.html", {"message": message or verdict.message}, status=429)
     response["Retry-After"] = str(verdict.retry_after)
     return response
+
+
+def service_unavailable(request: HttpRequest, exc: CounterUnavailable) -> HttpResponse:
+    """503 with Retry-After: JSON in the API's error shape under /api/, else a page saying what happened."""
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse({"detail": exc.message, "errors": []}, status=503)
+    else:
+        response = render(request, "503.html", {"message": exc.message}, status=503)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+class CounterUnavailableMiddleware:
+    """Any view (a throttled form, the login through axes' backend and signals) that hits an unreachable
+    counter answers 503 with Retry-After instead of a 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, CounterUnavailable):
+            return service_unavailable(request, exception)
+        return None
 
 
 def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST",)) -> Callable[[Any], Any]:

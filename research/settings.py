@@ -51,6 +51,8 @@ MIDDLEWARE = [
     # Turns a lock-out flagged by the axes backend into the 429 page (research/ratelimit.py).
     "axes.middleware.AxesMiddleware",
     "research.ratelimit.LoginLimitReachedMiddleware",
+    # A throttle whose counter (Redis) cannot be reached answers 503 + Retry-After, never 500 (fails closed).
+    "research.ratelimit.CounterUnavailableMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "research.jobs.middleware.ContentSecurityPolicyMiddleware",
 ]
@@ -166,7 +168,10 @@ CACHES = {
     "ratelimit": (
         {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}
         if RATELIMIT_CACHE_URL.startswith("locmem:")
-        else {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": RATELIMIT_CACHE_URL}
+        # Django's Redis cache raising CounterUnavailable when Redis cannot be reached (research/ratelimit.py),
+        # with timeouts so a Redis that hangs refuses requests in seconds instead of holding them.
+        else {"BACKEND": "research.ratelimit.CounterCache", "LOCATION": RATELIMIT_CACHE_URL,
+              "OPTIONS": {"socket_connect_timeout": 3, "socket_timeout": 5}}
     ),
 }
 RATELIMIT_USE_CACHE = "ratelimit"

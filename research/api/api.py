@@ -36,6 +36,8 @@ STATUS_TEXT = {
     422: "The request does not match the schema (a missing field, a wrong type, a value out of range).",
     429: "Over the account's request rate (`API_RATE`) or job creation rate (`JOB_CREATE_RATE`); "
          "wait `Retry-After` seconds.",
+    503: "The rate-limit counter (Redis) cannot be reached, so the request was refused and nothing changed "
+         "(throttles fail closed); wait `Retry-After` seconds.",
 }
 
 
@@ -50,7 +52,7 @@ class DocumentedAPI(NinjaAPI):
                 for code, response in operation.get("responses", {}).items():
                     if int(code) in STATUS_TEXT:
                         response["description"] = STATUS_TEXT[int(code)]
-                    if int(code) == 429:
+                    if int(code) in (429, 503):
                         response["headers"] = {"Retry-After": {
                             "description": "Seconds until a request may succeed.",
                             "schema": {"type": "integer", "minimum": 1}, "required": True}}
@@ -85,6 +87,14 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
 def _rate_limited(request: HttpRequest, exc: services.RateLimited) -> HttpResponse:
     response = api.create_response(request, {"detail": str(exc), "errors": []}, status=429)
     response["Retry-After"] = str(max(1, exc.verdict.retry_after))
+    return response
+
+
+@api.exception_handler(services.CounterUnavailable)
+def _counter_unavailable(request: HttpRequest, exc: services.CounterUnavailable) -> HttpResponse:
+    """The throttle's counter (Redis) cannot be reached: refused, fail closed (docs/operations.md)."""
+    response = api.create_response(request, {"detail": exc.message, "errors": []}, status=503)
+    response["Retry-After"] = str(exc.retry_after)
     return response
 
 
@@ -133,10 +143,11 @@ def _stale_plan(request: HttpRequest, exc: services.StalePlan) -> HttpResponse:
 
 
 def _errors(*codes: int) -> dict[int, Any]:
-    return {code: schemas.ErrorOut for code in (401, 422, 429, *codes)}
+    return {code: schemas.ErrorOut for code in (401, 422, 429, 503, *codes)}
 
 
-LIST = _errors()  # every operation: no token (401), not the schema (422), over a rate (429)
+# every operation: no token (401), not the schema (422), over a rate (429), the rate counter unreachable (503)
+LIST = _errors()
 READ = _errors(404)  # a job route
 ACTION = _errors(400, 404, 409)  # an action on a job
 JobId = Annotated[int, PathParam(ge=1, le=schemas.MAX_ID)]

@@ -121,6 +121,8 @@ def build_server(*, user: User | None, base_url: str, http: bool = False) -> MCP
             raise ToolError("; ".join(exc.messages)) from None
         except services.RateLimited as exc:
             raise ToolError(str(exc)) from None
+        except services.CounterUnavailable as exc:
+            raise ToolError(exc.message) from None
         except Http404 as exc:  # e.g. options.kb names another user's (or no) knowledge base
             kb = f" (options.kb = {opts['kb']})" if opts.get("kb") is not None else ""
             raise ToolError(f"{str(exc) or 'Not found.'}{kb}") from None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import time
+import uuid
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -13,8 +16,11 @@ from research import textre
 from research.agents.types import SourceRef
 from research.jobs.dispatch import enqueue_followup
 from research.jobs.events import event_emit
+from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
 from research.jobs.services import InvalidAction, report_edit
+
+logger = logging.getLogger(__name__)
 
 MAX_FOLLOWUP_CHARS = 2000
 
@@ -78,39 +84,83 @@ def report_in_registry_numbers(*, job: ResearchJob, markdown: str) -> str:
     return "".join(seg if code else CITATION.sub(sub, seg) for seg, code in _segments(body)).rstrip()
 
 
+def _followup_fail(*, followup: FollowUp, error: str) -> None:
+    """Fail it with a reason the panel shows (`followup.failed`); the caller holds the row."""
+    FollowUp.objects.filter(pk=followup.pk).update(status=OutputStatus.FAILED, error=error[:2000], lease_until=None,
+                                                   lease_token="", finished_at=timezone.now())
+    event_emit(job_id=followup.job_id, type="followup.failed", payload={"number": followup.number,
+                                                                      "error": error[:500]})
+
+
+def _followup_claim(followup_id: int) -> tuple[FollowUp, str] | None:
+    """Claim under the row lock, like a render: None when it ended, is held by a live lease, or was claimed
+    STEP_MAX_ATTEMPTS times already (then it fails, saying why)."""
+    with transaction.atomic():
+        followup = FollowUp.objects.select_for_update().filter(pk=followup_id).first()
+        if followup is None or followup.status in (OutputStatus.DONE, OutputStatus.FAILED):
+            return None  # already answered, or a duplicate delivery
+        if followup.status == OutputStatus.RUNNING and followup.lease_until and followup.lease_until > timezone.now():
+            return None  # running elsewhere
+        if followup.attempts >= settings.STEP_MAX_ATTEMPTS:
+            _followup_fail(followup=followup, error=_(
+                "Gave up after %(n)d attempts: the worker answering it was lost each time. Ask again to retry.")
+                % {"n": followup.attempts})
+            return None
+        token = uuid.uuid4().hex
+        FollowUp.objects.filter(pk=followup_id).update(
+            status=OutputStatus.RUNNING, attempts=followup.attempts + 1,
+            lease_until=timezone.now() + lease_deadline(), lease_token=token, updated=timezone.now())
+    return followup, token
+
+
+def _followup_holder(followup_id: int, token: str) -> None:
+    """Inside the transaction that writes the outcome: lock the row and make sure this worker still holds it."""
+    if not FollowUp.objects.select_for_update().filter(pk=followup_id, lease_token=token).exists():
+        raise LeaseLost(f"follow-up {followup_id} passed to another worker")
+
+
 def followup_run(*, followup_id: int) -> None:
-    """Worker side: answer with the job's report and sources (maybe after a small research round)."""
+    """Worker side: answer with the job's report and sources (maybe after a small research round).
+
+    A leased unit (research/jobs/leases.py): a worker that dies stops renewing and the reaper re-queues the
+    follow-up (`followup.requeued`); only the lease holder writes the answer or the failure.
+    """
     from research.agents.nodes.followup import answer_followup
     from research.jobs.context import JobContext
     from research.jobs.selectors import report_latest
 
-    with transaction.atomic():
-        claimed = FollowUp.objects.filter(pk=followup_id, status=OutputStatus.PENDING).update(
-            status=OutputStatus.RUNNING)
-    if not claimed:
-        return  # already answered, or running elsewhere
-    followup = FollowUp.objects.select_related("job").get(pk=followup_id)
+    claimed = _followup_claim(followup_id)
+    if claimed is None:
+        return
+    followup, token = claimed
     job = followup.job
     report = report_latest(job=job)
     ctx = JobContext(job, step_id=None)
     batcher = _Deltas(job.pk, followup.number)
-    try:
-        final, added = answer_followup(
-            ctx, question=followup.question,
-            report_md=report_in_registry_numbers(job=job, markdown=report.markdown) if report else "",
-            on_delta=batcher)
-        batcher.flush()
-    except Exception as exc:  # shown as a failure on the page, never as an empty answer
-        FollowUp.objects.filter(pk=followup_id).update(status=OutputStatus.FAILED, error=str(exc)[:2000],
-                                                       finished_at=timezone.now())
-        event_emit(job_id=job.pk, type="followup.failed", payload={"number": followup.number, "error": str(exc)[:500]})
-        return
-    with transaction.atomic():
-        FollowUp.objects.filter(pk=followup_id).update(status=OutputStatus.DONE, answer=final.markdown,
-                                                       added_sources=added, finished_at=timezone.now())
-        event_emit(job_id=job.pk, type="followup.done",
-                   payload={"number": followup.number, "cited": final.cited, "removed_citations": final.removed,
-                            "added_sources": added})
+    with lease_kept(FollowUp, followup.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
+        try:
+            final, added = answer_followup(
+                ctx, question=followup.question,
+                report_md=report_in_registry_numbers(job=job, markdown=report.markdown) if report else "",
+                on_delta=batcher)
+            batcher.flush()
+            with transaction.atomic():
+                _followup_holder(followup.pk, token)
+                FollowUp.objects.filter(pk=followup_id).update(
+                    status=OutputStatus.DONE, answer=final.markdown, added_sources=added, lease_until=None,
+                    lease_token="", finished_at=timezone.now())
+                event_emit(job_id=job.pk, type="followup.done",
+                           payload={"number": followup.number, "cited": final.cited,
+                                    "removed_citations": final.removed, "added_sources": added})
+        except LeaseLost:
+            logger.warning("follow-up %s passed to another worker; this one stops", followup_id)
+        except Exception as exc:  # shown as a failure on the page, never as an empty answer
+            with transaction.atomic():
+                try:
+                    _followup_holder(followup.pk, token)
+                except LeaseLost:
+                    return  # replaced meanwhile: the new holder reports
+                _followup_fail(followup=followup, error=str(exc))
 
 
 def followup_fold(*, job: ResearchJob, number: int) -> int:

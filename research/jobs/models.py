@@ -302,7 +302,8 @@ class ReportEditCheck(models.Model):
     """A report edit too long to check on the web thread, waiting for (or checked by) a worker.
 
     research/jobs/services.py: report_edit hands edits over REPORT_CHECK_INLINE_CHARS here;
-    report_edit_check_run (a Celery unit) checks it and stores the new version.
+    report_edit_check_run (a Celery unit) checks it and stores the new version. Leased like a render:
+    the reaper re-queues a check whose worker died or whose message was lost (research/jobs/reaper.py).
     """
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="edit_checks")
@@ -310,7 +311,11 @@ class ReportEditCheck(models.Model):
     status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
     error = models.TextField(blank=True)
     version = models.PositiveIntegerField(null=True, blank=True)  # the report version it became
+    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
     created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending check older than the grace is re-sent
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -321,7 +326,11 @@ class ReportEditCheck(models.Model):
 
 
 class FollowUp(models.Model):
-    """A question asked about a finished job's report, and its cited answer."""
+    """A question asked about a finished job's report, and its cited answer.
+
+    Answered by the `followup` unit (research/jobs/followups.py), leased like a render: the reaper re-queues
+    one whose worker died or whose message was lost (research/jobs/reaper.py).
+    """
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="followups")
     number = models.PositiveIntegerField()
@@ -331,7 +340,11 @@ class FollowUp(models.Model):
     error = models.TextField(blank=True)
     added_sources = models.PositiveIntegerField(default=0)  # found by the extra research round
     folded_into = models.PositiveIntegerField(null=True, blank=True)  # report version that includes it
+    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
     created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending one older than the grace is re-sent
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

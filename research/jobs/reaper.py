@@ -3,15 +3,28 @@ and time out plan reviews. Units are idempotent (their claims check the database
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
 from django.db import transaction
 
 from research.jobs import storage
-from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_schedule
+from research.jobs.dispatch import (
+    enqueue_advance,
+    enqueue_followup,
+    enqueue_render,
+    enqueue_report_edit_check,
+    enqueue_schedule,
+)
+from research.jobs.events import event_emit
 from research.jobs.models import (
     WORKING_STATUSES,
+    FollowUp,
     JobStatus,
     OutputRender,
     OutputStatus,
+    ReportEditCheck,
     ResearchJob,
 )
 from research.jobs.runs import runs_requeue_stale
@@ -24,8 +37,9 @@ from research.knowledge.services import document_requeue_stale
 def reap_stale_work() -> dict[str, int]:
     """Re-queue units whose worker died (lapsed lease) or whose message was lost; time out reviews.
 
-    Returns how many stages, steps, renders, reviews and knowledge-base documents (still `indexing`
-    after their message was lost) it acted on, and how many dead units' work folders it removed.
+    Returns how many stages, steps, renders, report edit checks, follow-ups, reviews and knowledge-base
+    documents (still `indexing` after their message was lost) it acted on, and how many dead units' work
+    folders it removed.
     """
     at = now()
     stale = at - queue_grace()
@@ -50,6 +64,8 @@ def reap_stale_work() -> dict[str, int]:
                                            updated__lt=stale):
         OutputRender.objects.filter(pk=row.pk).update(updated=at)
         enqueue_render(row.job_id, row.kind)
+    counts["edit_checks"] = _edit_checks_requeue_stale(at, stale)
+    counts["followups"] = _followups_requeue_stale(at, stale)
     for job_id in ResearchJob.objects.filter(status=JobStatus.AWAITING_REVIEW, review_deadline__lt=at).values_list(
         "pk", flat=True
     ):
@@ -68,3 +84,47 @@ def reap_stale_work() -> dict[str, int]:
     # Work folders of units whose process died on this host (the other hosts sweep theirs when they next render).
     counts["work_dirs"] = len(storage.work_dirs_sweep())
     return counts
+
+
+# One-shot units a user's action leaves for a worker: a long report edit's check, a follow-up's answer.
+# Rows with status (OutputStatus), attempts, lease_until, lease_token and updated, claimed like renders.
+_Oneshot = type[ReportEditCheck] | type[FollowUp]
+
+
+def _oneshots_requeue_stale(model: _Oneshot, at: datetime, stale: datetime, *,
+                            requeued: Callable[[Any], object], send: Callable[[int], None]) -> int:
+    """A running row whose lease lapsed goes back to pending (`requeued` emits its event) and is re-sent; its
+    next claim fails it after STEP_MAX_ATTEMPTS. A pending row nobody claimed within the grace is re-sent."""
+    count = 0
+    objects: Any = model.objects
+    for row in objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
+        with transaction.atomic():
+            if objects.filter(pk=row.pk, status=OutputStatus.RUNNING, lease_until=row.lease_until).update(
+                    status=OutputStatus.PENDING, lease_token="", updated=at):
+                count += 1
+                requeued(row)
+                send(row.pk)
+    for pk in objects.filter(status=OutputStatus.PENDING, updated__lt=stale).values_list("pk", flat=True):
+        if objects.filter(pk=pk, status=OutputStatus.PENDING, updated__lt=stale).update(updated=at):
+            count += 1
+            send(pk)
+    return count
+
+
+_LOST = "its worker stopped renewing the lease"
+
+
+def _edit_checks_requeue_stale(at: datetime, stale: datetime) -> int:
+    """Long report edits checked by a worker (ReportEditCheck)."""
+    return _oneshots_requeue_stale(
+        ReportEditCheck, at, stale, send=enqueue_report_edit_check,
+        requeued=lambda row: event_emit(job_id=row.job_id, type="report.check_requeued",
+                                        payload={"check": row.pk, "attempt": row.attempts, "reason": _LOST}))
+
+
+def _followups_requeue_stale(at: datetime, stale: datetime) -> int:
+    """Follow-up questions answered by a worker (FollowUp); the page drops the lost attempt's streamed text."""
+    return _oneshots_requeue_stale(
+        FollowUp, at, stale, send=enqueue_followup,
+        requeued=lambda row: event_emit(job_id=row.job_id, type="followup.requeued",
+                                        payload={"number": row.number, "attempt": row.attempts, "reason": _LOST}))

@@ -7,6 +7,7 @@ states.job_set_status (re-exported here); messages to the workers go through dis
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
+from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
 from research.jobs.models import (
     JobStatus,
     JobStep,
@@ -40,7 +42,8 @@ from research.jobs.states import InvalidTransition, job_set_status
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "InvalidAction", "InvalidTransition", "RateLimited",
+    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
+    "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
     "report_edit_check_run", "report_edit_submit", "report_version_create",
@@ -52,6 +55,7 @@ MAX_QUESTION_CHARS = 4000
 
 
 RateLimited = ratelimit.RateLimited
+CounterUnavailable = ratelimit.CounterUnavailable  # the counter's Redis is down: refused (503), nothing created
 
 
 class StalePlan(Exception):
@@ -309,12 +313,13 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
     return version
 
 
-def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
-    """Store the user's edited Markdown as a new version and re-render every requested output from it.
+def _report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[str, Any]]:
+    """The slow half of an edit: refuse what cannot be saved, then run the reporter's checks.
 
     The edit goes through the same check as the reporter's text (research.agents.verify.report_check):
     citations to sources the job does not have and links to pages no tool returned are dropped, and
     the references list is rebuilt from the source registry, so an edit cannot cite a source nobody read.
+    Returns the checked Markdown and the check's counts.
     """
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Only a finished report can be edited."))
@@ -328,15 +333,26 @@ def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
                for s in job.sources.order_by("number")]
     # A user's words are only marked "(unverified)", never cut (remove_sure=False).
     checked = report_check(markdown, sources, locale=job.locale, remove_sure=False)
-    markdown = checked.markdown
+    return checked.markdown, checked.summary()
+
+
+def _report_edit_save(*, job: ResearchJob, markdown: str, check: dict[str, Any]) -> ReportVersion:
+    """The quick half: store the checked Markdown as a new version and re-render every requested output."""
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")
         artifact_save_bytes(job=job, kind="md", name="report.md", data=markdown.encode())
         event_emit(job_id=job.pk, type="report.ready",
-                   payload={"version": version.number, "author": "user", "check": checked.summary()})
+                   payload={"version": version.number, "author": "user", "check": check})
         if job.renders.exists():
             renders_queue(job=job)
     return version
+
+
+def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
+    """Store the user's edited Markdown, checked as the reporter's text is, as a new version and re-render
+    every requested output from it."""
+    checked, summary = _report_edit_checked(job=job, markdown=markdown)
+    return _report_edit_save(job=job, markdown=checked, check=summary)
 
 
 def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | ReportEditCheck:
@@ -361,29 +377,77 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
     return check
 
 
+def _edit_check_end(*, check: ReportEditCheck, error: str) -> None:
+    """Fail the check with a reason the job page shows (`report.check_failed`); the caller holds the row."""
+    ReportEditCheck.objects.filter(pk=check.pk).update(status=OutputStatus.FAILED, error=error, lease_until=None,
+                                                       lease_token="", finished_at=timezone.now())
+    event_emit(job_id=check.job_id, type="report.check_failed", payload={"check": check.pk, "error": error})
+
+
+def _edit_check_claim(check_id: int) -> tuple[ReportEditCheck, str] | None:
+    """Claim the check under its row lock, like a render: None when it ended, is held by a live lease, or has
+    been claimed STEP_MAX_ATTEMPTS times already (then it fails, saying why)."""
+    with transaction.atomic():
+        check = ReportEditCheck.objects.select_for_update().filter(pk=check_id).first()
+        if check is None or check.status in (OutputStatus.DONE, OutputStatus.FAILED):
+            return None  # a duplicate delivery, or already ended
+        if check.status == OutputStatus.RUNNING and check.lease_until and check.lease_until > timezone.now():
+            return None  # a live holder has it
+        if check.attempts >= settings.STEP_MAX_ATTEMPTS:
+            _edit_check_end(check=check, error=_(
+                "The edit could not be checked: gave up after %(n)d attempts, the worker checking it was lost "
+                "each time. Save it again to retry.") % {"n": check.attempts})
+            return None
+        token = uuid.uuid4().hex
+        ReportEditCheck.objects.filter(pk=check_id).update(
+            status=OutputStatus.RUNNING, attempts=check.attempts + 1, lease_until=timezone.now() + lease_deadline(),
+            lease_token=token, updated=timezone.now())
+    return check, token
+
+
+def _edit_check_holder(check_id: int, token: str) -> None:
+    """Inside the transaction that writes the outcome: lock the row and make sure this worker still holds it."""
+    if not ReportEditCheck.objects.select_for_update().filter(pk=check_id, lease_token=token).exists():
+        raise LeaseLost(f"report edit check {check_id} passed to another worker")
+
+
 def report_edit_check_run(*, check_id: int) -> None:
-    """The worker's half of report_edit_submit: check the edit and store it as a new version, once."""
-    claimed = ReportEditCheck.objects.filter(pk=check_id, status=OutputStatus.PENDING).update(
-        status=OutputStatus.RUNNING)
-    if not claimed:
-        return  # a duplicate delivery, or already done
-    check = ReportEditCheck.objects.select_related("job").get(pk=check_id)
-    try:
-        version = report_edit(job=check.job, markdown=check.markdown)
-    except Exception as exc:  # recorded and shown on the job page; the edit text stays for a retry
-        if isinstance(exc, ValidationError):
-            error = " ".join(exc.messages)
-        elif isinstance(exc, InvalidAction):
-            error = str(exc)
-        else:
-            logger.exception("report edit check %s failed", check_id)
-            error = _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
-        ReportEditCheck.objects.filter(pk=check_id).update(status=OutputStatus.FAILED, error=error,
-                                                           finished_at=timezone.now())
-        event_emit(job_id=check.job_id, type="report.check_failed", payload={"check": check_id, "error": error})
+    """The worker's half of report_edit_submit: check the edit and store it as a new version, once.
+
+    A leased unit (research/jobs/leases.py): the lease is renewed while the check runs; a worker that dies
+    stops renewing and the reaper re-queues the check (`report.check_requeued`). The new version and the
+    check's `done` are written in one transaction, and only by the lease holder, so a check redone after a
+    lost worker, or a replaced holder that was only slow, never saves the edit twice.
+    """
+    claimed = _edit_check_claim(check_id)
+    if claimed is None:
         return
-    ReportEditCheck.objects.filter(pk=check_id).update(status=OutputStatus.DONE, version=version.number,
-                                                       markdown="", finished_at=timezone.now())
+    check, token = claimed
+    with lease_kept(ReportEditCheck, check_id, "lease_until", token_field="lease_token", token=token):  # noqa: S106
+        try:
+            markdown, summary = _report_edit_checked(job=check.job, markdown=check.markdown)
+            with transaction.atomic():
+                _edit_check_holder(check_id, token)
+                version = _report_edit_save(job=check.job, markdown=markdown, check=summary)
+                ReportEditCheck.objects.filter(pk=check_id).update(
+                    status=OutputStatus.DONE, version=version.number, markdown="", lease_until=None,
+                    lease_token="", finished_at=timezone.now())
+        except LeaseLost:
+            logger.warning("report edit check %s passed to another worker; this one stops", check_id)
+        except Exception as exc:  # recorded and shown on the job page; the edit text stays for a retry
+            if isinstance(exc, ValidationError):
+                error = " ".join(exc.messages)
+            elif isinstance(exc, InvalidAction):
+                error = str(exc)
+            else:
+                logger.exception("report edit check %s failed", check_id)
+                error = _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
+            with transaction.atomic():
+                try:
+                    _edit_check_holder(check_id, token)
+                except LeaseLost:
+                    return  # replaced meanwhile: the new holder reports
+                _edit_check_end(check=check, error=error)
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:

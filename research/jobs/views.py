@@ -96,6 +96,11 @@ def job_new(request: HttpRequest) -> HttpResponse:
             response = render(request, "jobs/new.html", {"form": form}, status=429)
             response["Retry-After"] = str(exc.verdict.retry_after)
             return response
+        except services.CounterUnavailable as exc:  # the form comes back with the question, not a bare 503 page
+            form.add_error(None, exc.message)
+            response = render(request, "jobs/new.html", {"form": form}, status=503)
+            response["Retry-After"] = str(exc.retry_after)
+            return response
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(request, "jobs/new.html", {"form": form}, status=400 if form.errors else 200)

@@ -27,7 +27,7 @@
     "run.failed", "report.ready",
     "artifact.ready",
     "artifact.failed", "job.done", "job.failed", "search.checked", "followup.asked", "followup.done",
-    "followup.failed", "report.check_failed",
+    "followup.failed", "followup.requeued", "report.check_failed",
   ]);
 
   // Labels come translated from the server (#job[data-i18n], see jobs/_timeline_i18n.html); English otherwise.
@@ -50,6 +50,8 @@
     report_started: "Writing the report", report_ready: "The report is ready (v{version})",
     report_checking: "Checking the edited report in the background ({chars} characters)",
     report_check_failed: "The edited report could not be saved: {error}",
+    report_check_requeued: "The edited report will be checked again: {reason}",
+    followup_requeued: "Follow-up {number} will be answered again: {reason}",
     artifact_started: "Making the {kind}", artifact_ready: "File ready: {name}",
     artifact_failed: "The {kind} could not be made", job_failed: "The job failed", job_done: "Done",
     search_ok: "Web search is reachable", search_down: "No web search provider could be reached",
@@ -142,6 +144,8 @@
       case "report.ready": return t("report_ready", p);
       case "report.checking": return t("report_checking", p);
       case "report.check_failed": return t("report_check_failed", p);
+      case "report.check_requeued": return t("report_check_requeued", p);
+      case "followup.requeued": return t("followup_requeued", p);
       case "artifact.started": return t("artifact_started", {kind: label("outputs", p.kind)});
       case "artifact.ready": return t("artifact_ready", p);
       case "artifact.failed": return t("artifact_failed", {kind: label("outputs", p.kind)});
@@ -437,6 +441,7 @@
       showFollowups();
       return;
     }
+    if (ev.type === "followup.requeued") delete followupText[ev.payload.number];  // the lost attempt's text goes
     updateCard(ev);
     addEntry(ev);
     if (ev.seq <= renderedSeq) return;  // the page already shows this state

@@ -15,7 +15,16 @@ from django.utils import timezone
 
 from research.agents.types import Plan, PlanStep
 from research.jobs import dispatch, services
-from research.jobs.models import JobStatus, JobStep, OutputRender, OutputStatus, ResearchJob, StepStatus
+from research.jobs.models import (
+    FollowUp,
+    JobStatus,
+    JobStep,
+    OutputRender,
+    OutputStatus,
+    ReportEditCheck,
+    ResearchJob,
+    StepStatus,
+)
 from research.jobs.reaper import reap_stale_work
 from research.jobs.renders import render_claim
 from research.jobs.stages import stage_claim
@@ -200,7 +209,8 @@ def test_reaper_resends_lapsed_and_lost_units_and_times_out_reviews(alice, bob, 
 
     counts = reap_stale_work()
 
-    assert counts == {"stages": 1, "steps": 1, "runs": 0, "renders": 1, "reviews": 1, "documents": 0, "work_dirs": 0}
+    assert counts == {"stages": 1, "steps": 1, "runs": 0, "renders": 1, "reviews": 1, "documents": 0, "work_dirs": 0,
+                      "edit_checks": 0, "followups": 0}
     assert ("advance", lapsed_stage.pk) in sent and ("advance", held_stage.pk) not in sent
     assert ("step", research.pk, "a") in sent and ("step", research.pk, "b") not in sent
     assert ("render", rendering.pk, "pdf") in sent and ("render", rendering.pk, "pptx") not in sent
@@ -217,6 +227,135 @@ def test_reaper_leaves_a_review_before_its_deadline(alice, sent):
     assert reap_stale_work()["reviews"] == 0
     job.refresh_from_db()
     assert job.status == JobStatus.AWAITING_REVIEW
+
+
+# --- long report edits checked by a worker (ReportEditCheck): leased, re-sent, capped ----------------------
+
+
+def _edit_check(alice, **fields) -> ReportEditCheck:
+    job = services.job_create(user=alice, question="q?", options={"engine": "offline"})
+    services.report_version_create(job=job, markdown="# R\n\nText.\n", author="reporter")
+    ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
+    check = ReportEditCheck.objects.create(job=job, markdown="# R\n\nEdited text.\n")
+    ReportEditCheck.objects.filter(pk=check.pk).update(**fields)
+    check.refresh_from_db()
+    return check
+
+
+def test_reaper_requeues_a_check_whose_worker_died_and_resends_one_whose_message_was_lost(alice, sent):
+    past = timezone.now() - timedelta(hours=1)
+    lapsed = _edit_check(alice, status=OutputStatus.RUNNING, attempts=1, lease_until=past, lease_token="dead")
+    held = _edit_check(alice, status=OutputStatus.RUNNING, attempts=1, lease_until=timezone.now() + LATER,
+                       lease_token="alive")
+    lost = _edit_check(alice, updated=past)  # pending, its message never reached a worker
+    fresh = _edit_check(alice)  # pending, just sent
+    sent.clear()
+
+    assert reap_stale_work()["edit_checks"] == 2
+
+    assert ("report_edit_check", lapsed.pk) in sent and ("report_edit_check", lost.pk) in sent
+    assert ("report_edit_check", held.pk) not in sent and ("report_edit_check", fresh.pk) not in sent
+    lapsed.refresh_from_db()
+    assert lapsed.status == OutputStatus.PENDING and lapsed.lease_token == ""  # the dead holder's token is gone
+    event = lapsed.job.events.get(type="report.check_requeued")
+    assert event.payload == {"check": lapsed.pk, "attempt": 1, "reason": "its worker stopped renewing the lease"}
+    sent.clear()
+    assert reap_stale_work()["edit_checks"] == 0 and not sent  # re-sent once per grace, not every run
+
+
+@pytest.mark.django_db(transaction=True)  # lease_kept's thread uses its own connection
+def test_a_requeued_check_is_redone_once_and_saves_one_version(alice, sent):
+    check = _edit_check(alice, status=OutputStatus.RUNNING, attempts=1,
+                        lease_until=timezone.now() - timedelta(seconds=1), lease_token="dead")
+    reap_stale_work()
+    services.report_edit_check_run(check_id=check.pk)
+    services.report_edit_check_run(check_id=check.pk)  # a duplicate delivery changes nothing
+    check.refresh_from_db()
+    assert (check.status, check.attempts, check.version, check.lease_token) == (OutputStatus.DONE, 2, 2, "")
+    assert check.job.report_versions.count() == 2
+    assert check.job.events.filter(type="report.ready", payload__version=2).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_check_lost_max_attempts_times_fails_with_the_reason(alice, sent, settings):
+    settings.STEP_MAX_ATTEMPTS = 3
+    check = _edit_check(alice, status=OutputStatus.PENDING, attempts=3)
+    services.report_edit_check_run(check_id=check.pk)
+    check.refresh_from_db()
+    assert check.status == OutputStatus.FAILED and check.finished_at is not None
+    assert "gave up after 3 attempts" in check.error and "Save it again" in check.error
+    failed = check.job.events.get(type="report.check_failed")
+    assert failed.payload == {"check": check.pk, "error": check.error}
+    assert check.job.report_versions.count() == 1  # nothing saved
+
+
+def test_a_replaced_edit_check_holder_cannot_save_the_edit(alice, sent):
+    from research.jobs.leases import LeaseLost
+    from research.jobs.services import _edit_check_claim, _edit_check_holder
+
+    check = _edit_check(alice)
+    _, old_token = _edit_check_claim(check.pk)  # type: ignore[misc]
+    assert _edit_check_claim(check.pk) is None  # held by a live lease: a second delivery does nothing
+    _take_over(ReportEditCheck, check.pk, "lease_until")
+    assert ReportEditCheck.objects.get(pk=check.pk).lease_token == ""
+    _, new_token = _edit_check_claim(check.pk)  # type: ignore[misc]
+    with pytest.raises(LeaseLost), transaction.atomic():
+        _edit_check_holder(check.pk, old_token)
+    with transaction.atomic():
+        _edit_check_holder(check.pk, new_token)
+
+
+def _followup(alice, **fields) -> FollowUp:
+    check = _edit_check(alice)  # a finished job with a report
+    followup = FollowUp.objects.create(job=check.job, number=1, question="And wind power?")
+    FollowUp.objects.filter(pk=followup.pk).update(**fields)
+    followup.refresh_from_db()
+    return followup
+
+
+def test_reaper_requeues_a_followup_whose_worker_died_and_resends_one_whose_message_was_lost(alice, sent):
+    past = timezone.now() - timedelta(hours=1)
+    lapsed = _followup(alice, status=OutputStatus.RUNNING, attempts=1, lease_until=past, lease_token="dead")
+    held = _followup(alice, status=OutputStatus.RUNNING, attempts=1, lease_until=timezone.now() + LATER)
+    lost = _followup(alice, updated=past)
+    sent.clear()
+
+    assert reap_stale_work()["followups"] == 2
+
+    assert ("followup", lapsed.pk) in sent and ("followup", lost.pk) in sent and ("followup", held.pk) not in sent
+    lapsed.refresh_from_db()
+    assert lapsed.status == OutputStatus.PENDING and lapsed.lease_token == ""
+    event = lapsed.job.events.get(type="followup.requeued")
+    assert event.payload == {"number": 1, "attempt": 1, "reason": "its worker stopped renewing the lease"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_followup_lost_max_attempts_times_fails_with_the_reason(alice, sent, settings):
+    from research.jobs.followups import followup_run
+
+    settings.STEP_MAX_ATTEMPTS = 3
+    followup = _followup(alice, attempts=3)
+    followup_run(followup_id=followup.pk)  # the claim gives up before any model call
+    followup.refresh_from_db()
+    assert followup.status == OutputStatus.FAILED and "Gave up after 3 attempts" in followup.error
+    failed = followup.job.events.get(type="followup.failed")
+    assert failed.payload == {"number": 1, "error": followup.error}
+
+
+def test_a_replaced_followup_holder_cannot_write_the_answer(alice, sent):
+    from research.jobs.followups import _followup_claim, _followup_holder
+    from research.jobs.leases import LeaseLost
+
+    followup = _followup(alice)
+    _, old_token = _followup_claim(followup.pk)  # type: ignore[misc]
+    assert _followup_claim(followup.pk) is None  # a live lease: a second delivery does nothing
+    _take_over(FollowUp, followup.pk, "lease_until")
+    _, new_token = _followup_claim(followup.pk)  # type: ignore[misc]
+    with pytest.raises(LeaseLost), transaction.atomic():
+        _followup_holder(followup.pk, old_token)
+    with transaction.atomic():
+        _followup_holder(followup.pk, new_token)
+    assert FollowUp.objects.get(pk=followup.pk).attempts == 2
 
 
 # --- fencing: a holder that was replaced writes nothing ---------------------------------------------------

@@ -14,7 +14,8 @@ from django.contrib.auth.models import User
 from research import ratelimit
 from research.jobs import services
 from research.jobs.models import ResearchJob
-from tests.support.procs import AsgiServer
+from research.runtime import free_port
+from tests.support.procs import AsgiServer, RedisServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -175,3 +176,116 @@ def test_each_limited_action_answers_429_with_retry_after(settings, alice_client
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
     assert b"Too many requests" in response.content
 
+
+
+# --- The counter's Redis is down: every throttle fails closed with 503 + Retry-After, never 500 -------------
+
+
+@pytest.fixture
+def counter_down(settings, monkeypatch) -> str:
+    """The `ratelimit` cache as production configures it (research.ratelimit.CounterCache), on a port where
+    nothing listens."""
+    from axes.handlers.proxy import AxesProxyHandler
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    settings.CACHES = {**settings.CACHES, "ratelimit": {"BACKEND": "research.ratelimit.CounterCache",
+                                                        "LOCATION": url}}
+    monkeypatch.setattr(AxesProxyHandler, "implementation", None)  # axes keeps its cache object: make a new one
+    return url
+
+
+def _refused_while_down(response) -> None:
+    assert response.status_code == 503, response.content[:2000]
+    assert response["Retry-After"] == str(ratelimit.UNAVAILABLE_RETRY_AFTER_S)
+    assert "cannot be reached right now" in response.content.decode()
+
+
+def test_the_counter_refuses_rather_than_allows_when_redis_is_unreachable(counter_down):
+    with pytest.raises(ratelimit.CounterUnavailable):
+        ratelimit.ratelimit_hit(scope="t", key="k", rate="10/h")
+
+
+@pytest.mark.parametrize(
+    ("setting", "url", "data"),
+    [
+        ("RERENDER_RATE", "/jobs/{job}/rerender/", {"kind": "pdf"}),
+        ("REPORT_EDIT_RATE", "/jobs/{job}/report/edit/", {"markdown": "# x"}),
+        ("PREVIEW_RATE", "/jobs/{job}/report/preview/", {"markdown": "# x"}),
+        ("KB_UPLOAD_RATE", "/kb/{collection}/upload/", {}),
+    ],
+)
+def test_each_throttled_action_answers_503_while_its_counter_is_down(alice_client, alice_objects, counter_down,
+                                                                      setting, url, data):
+    target = url.format(job=alice_objects["job_id"], collection=alice_objects["collection_id"])
+    _refused_while_down(alice_client.post(target, data))
+
+
+def test_sign_up_answers_503_and_creates_no_account_while_the_counter_is_down(counter_down, client,
+                                                                             django_user_model):
+    _refused_while_down(client.post("/accounts/signup/", {"username": "newbie", "password": "a-long-pass-9"}))
+    assert not django_user_model.objects.filter(username="newbie").exists()
+
+
+def test_login_answers_503_while_the_counter_is_down(counter_down, alice, client):
+    assert client.get("/accounts/login/").status_code == 200  # showing the form needs no counter
+    response = client.post("/accounts/login/", {"username": "alice", "password": "alice-pass-123"})
+    _refused_while_down(response)
+    assert "sessionid" not in response.cookies
+
+
+def test_a_new_job_keeps_its_question_and_nothing_is_created_while_the_counter_is_down(counter_down, alice,
+                                                                                      alice_client):
+    response = alice_client.post("/jobs/new/", {"question": "Why is the sky blue?", "engine": "offline",
+                                                "web": "on", "outputs": "pdf", "style": "academic",
+                                                "locale": "auto", "max_steps": "2"})
+    _refused_while_down(response)
+    assert "Why is the sky blue?" in response.content.decode()  # the form comes back filled in
+    assert not ResearchJob.objects.filter(owner=alice).exists()
+
+
+def test_the_api_answers_503_json_while_the_counter_is_down(counter_down, alice):
+    from django.test import Client
+
+    from research.api import services as token_services
+
+    _token, secret = token_services.token_create(user=alice, name="ci")
+    response = Client().get("/api/v1/jobs", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert response.status_code == 503 and int(response["Retry-After"]) > 0
+    assert "cannot be reached" in response.json()["detail"]
+
+
+@pytest.fixture
+def counter_redis() -> Iterator[RedisServer]:
+    """A Redis of the test's own for the counter only, so the test can stop it (the broker's stays up)."""
+    server = RedisServer(f"redis://127.0.0.1:{free_port()}/0").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def outage_server(django_db_setup, stack_env, counter_redis) -> Iterator[AsgiServer]:
+    server = AsgiServer({**stack_env, "RATELIMIT_CACHE_URL": counter_redis.url, "LOGIN_RATE": "3/15m"}).start()
+    yield server
+    server.stop()
+
+
+def test_logins_fail_closed_while_redis_is_down_and_are_throttled_again_once_it_is_back(
+        outage_server, counter_redis, django_user_model):
+    """Over daphne, with the production cache backend: a stopped Redis makes the login answer 503 (it was a
+    500), the right password included; once Redis is back the lock-out counts again."""
+    _server_user(django_user_model, "hana", "right-password-4")
+    assert _login(outage_server, "hana", "right-password-4").status_code == 302  # signs in while Redis is up
+
+    counter_redis.stop()
+    assert httpx.get(outage_server.url + "/accounts/login/").status_code == 200  # the form still shows
+    refused = _login(outage_server, "hana", "right-password-4")
+    assert refused.status_code == 503, refused.text[:3000]
+    assert int(refused.headers["Retry-After"]) > 0 and "sessionid" not in refused.cookies
+    assert "cannot be reached right now" in refused.text
+    assert _login(outage_server, "hana", "wrong").status_code == 503  # not counted, not let through either
+    assert "rate-limit counter unreachable" in outage_server.log.read_text(errors="replace")  # logged
+
+    counter_redis.start()
+    assert [_login(outage_server, "hana", f"wrong-{n}").status_code for n in range(3)] == [200] * 3
+    locked = _login(outage_server, "hana", "right-password-4")
+    assert locked.status_code == 429 and b"Too many requests" in locked.content

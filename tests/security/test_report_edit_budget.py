@@ -118,7 +118,7 @@ def test_a_long_edit_is_checked_by_a_worker_and_the_page_says_so(worker, alice, 
     assert job.report_versions.count() == 2
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the check holds a lease, renewed by a thread with its own connection
 def test_a_background_check_that_fails_says_why(alice):
     job = _done_job(alice)
     check = ReportEditCheck.objects.create(job=job, markdown="   \n")

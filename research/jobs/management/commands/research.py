@@ -85,6 +85,8 @@ class Command(BaseCommand):
                 raise CommandError("; ".join(exc.messages)) from None
             except services.RateLimited as exc:
                 raise CommandError(str(exc)) from None
+            except services.CounterUnavailable as exc:
+                raise CommandError(exc.message) from None
             if opts["detach"]:
                 self.stdout.write(json.dumps({"job": job.pk}) if opts["json"] else f"queued job {job.pk}")
                 return
