@@ -197,12 +197,15 @@ def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: P
     order += [(text, source, min(score, floor)) for text, source, score in extras]
     claims: list[dict[str, Any]] = []
     for text, source, score in order:
-        # Runs that found the claim in another page back it with that page too.
-        found_in = [source] + [x["source"] for run in picks for x in run
-                               if x["source"] != source and near_duplicate(x["text"], text)]
-        runs_with = sorted(i for i, run in enumerate(picks) if any(near_duplicate(x["text"], text) for x in run))
+        # The runs that picked the claim; those that found it in another page back it with that page too.
+        found_in, runs_with = [source], set()
+        for index, run in enumerate(picks):
+            for x in run:
+                if near_duplicate(x["text"], text):
+                    runs_with.add(index)
+                    found_in.append(x["source"])
         claims.append({"text": text, "source": source, "score": score,
-                       "sources": list(dict.fromkeys(found_in)), "runs": runs_with})
+                       "sources": list(dict.fromkeys(found_in)), "runs": sorted(runs_with)})
     shown = claims[:shown_count]
     merged = "\n".join(_bullet(c["text"], c["sources"], zh) for c in shown) + "\n"
     checked = finding_check(merged, registry, allowed=allowed, locale=locale)
