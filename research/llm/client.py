@@ -241,12 +241,68 @@ def loads_lenient(text: str) -> Any:
         raise ValueError(f"invalid JSON: {first.msg} at line {first.lineno} column {first.colno}") from None
 
 
-def parse_structured(text: str, schema: type[M]) -> M:
-    """Parse and validate a structured reply; ValueError carries a reason the model can act on."""
+def clip_text(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, at a word break in its second half where there is one,
+    ending with "…" when cut."""
+    if len(text) <= limit:
+        return text
+    if limit < 2:
+        return text[:limit]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+_CLIPPABLE = frozenset({"string_too_long", "too_long"})
+
+
+def _clip_to_limits(data: Any, errors: list[Any]) -> bool:
+    """Shorten, in place, every string or list the schema caps and the reply overran; False (nothing
+    changed that matters) unless those are the only errors. A step title that ran on until the length
+    limit, or a sixth bullet where five are allowed, is a slip to trim, not a reason to fail the plan."""
+    if not errors or any(err.get("type") not in _CLIPPABLE for err in errors):
+        return False
+    for err in errors:
+        limit = (err.get("ctx") or {}).get("max_length")
+        *path, last = err.get("loc") or ("",)
+        try:
+            parent = data
+            for key in path:
+                parent = parent[key]
+            value = parent[last]
+        except (KeyError, IndexError, TypeError):
+            return False
+        if not isinstance(limit, int):
+            return False
+        if isinstance(value, str):
+            parent[last] = clip_text(value, limit)
+        elif isinstance(value, list):
+            parent[last] = value[:limit]
+        else:
+            return False
+    return True
+
+
+def parse_structured(text: str, schema: type[M], *, clip: bool = False) -> M:
+    """Parse and validate a structured reply; ValueError carries a reason the model can act on.
+
+    With `clip` (the last attempt), strings and lists longer than the schema allows are trimmed (a "…"
+    marks a cut string) when that is all that is wrong; anything else is reported."""
     data = loads_lenient(text)
     try:
         return schema.model_validate(data)
-    except ValidationError as e:
+    except ValidationError as first:
+        e = first
+        if clip and _clip_to_limits(data, list(first.errors())):
+            try:
+                model = schema.model_validate(data)
+            except ValidationError as again:
+                e = again
+            else:
+                log.info("structured %s: trimmed %d over-long field(s)", schema.__name__, first.error_count())
+                return model
         lines = []
         for err in e.errors()[:12]:
             loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
@@ -1159,7 +1215,8 @@ class LLMClient:
                 if cut_off and attempt < max_attempts and not _is_closed_json(raw):
                     # A repaired half-object may validate yet miss what was cut: ask again.
                     raise ValueError("the JSON object is not closed (the reply hit the length limit)")
-                return parse_structured(raw, schema)
+                # Over-long fields are fed back while attempts remain, trimmed on the last one.
+                return parse_structured(raw, schema, clip=attempt == max_attempts)
             except ValueError as e:
                 reason = one_line(str(e))
                 if cut_off:

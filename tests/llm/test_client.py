@@ -22,7 +22,9 @@ from research.llm.client import (
     LLMUnavailable,
     StructuredOutputError,
     _VisibleFilter,
+    clip_text,
     loads_lenient,
+    parse_structured,
     parse_tool_call_tags,
     split_reasoning,
 )
@@ -308,6 +310,43 @@ def test_structured_feeds_back_validation_errors_then_gives_up(fake: FakeLLM, cl
     assert "steps.0.need_search" in str(info.value) and info.value.attempts == 3
     assert "steps.0.need_search" in fake.requests[2]["messages"][-1]["content"]
     assert info.value.raw.startswith('{"title"')
+
+
+def test_over_long_strings_and_lists_are_trimmed_not_failed() -> None:
+    from research.agents.types import Plan as RealPlan
+    from research.agents.types import SlideOutline
+
+    runaway = "Solid-state battery manufacturing " * 20  # a title that ran on until the length limit
+    raw = json.dumps({"title": "T", "steps": [{"id": "s1", "title": runaway}]})
+    with pytest.raises(ValueError, match="at most 300 characters"):
+        parse_structured(raw, RealPlan)  # not on an attempt that can still ask again
+    plan = parse_structured(raw, RealPlan, clip=True)
+    title = plan.steps[0].title
+    assert len(title) <= 300 and title.endswith("…") and runaway.startswith(title[:-1])
+    assert not title[:-1].endswith(" ")  # cut at a word break
+    zh = "固态电池的制造" * 80  # no spaces: a plain cut
+    assert len(parse_structured(json.dumps({"title": zh, "steps": []}), RealPlan, clip=True).title) == 300
+    deck = parse_structured(json.dumps({"title": "D", "slides": [{"title": "S", "bullets": list("abcdefg")}]}),
+                            SlideOutline, clip=True)
+    assert deck.slides[0].bullets == list("abcde")
+    # Another error beside an over-long field still fails, naming it.
+    with pytest.raises(ValueError, match=r"steps\.0\.need_search"):
+        parse_structured(json.dumps({"title": runaway * 2, "steps": [{"id": "s1", "title": "x",
+                                                                      "need_search": "maybe"}]}), RealPlan,
+                         clip=True)
+    assert clip_text("short", 10) == "short" and clip_text("abcdef", 1) == "a"
+
+
+def test_structured_keeps_a_plan_whose_reply_ran_out_in_a_title(fake: FakeLLM, client: LLMClient) -> None:
+    from research.agents.types import Plan as RealPlan
+
+    # Every attempt runs out of tokens inside the third step's title (as a 135M model did): the last
+    # attempt's repaired reply is used with the title trimmed, instead of failing the job.
+    cut = '{"title": "Solar", "steps": [{"id": "s1", "title": "Costs"}, {"id": "s2", "title": "' + "very " * 200
+    fake.set_responder(lambda body: Reply(content=cut, finish_reason="length"))
+    plan = client.structured(USER, RealPlan, max_attempts=3)
+    assert len(fake.requests) == 3  # a cut-off reply is asked again while attempts remain
+    assert [s.id for s in plan.steps] == ["s1", "s2"] and plan.steps[1].title.endswith("…")
 
 
 # --------------------------------------------------------------------------- retries and failures
