@@ -6,6 +6,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import translation
 
+# SIGTERM (`timeout`, a cancelled CI job) tears fixtures down like Ctrl-C, so nothing they started is orphaned.
+pytest_plugins = ["tests.support.sigterm"]
+
 
 @pytest.fixture(autouse=True)
 def _english_after_each_test():
