@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -16,8 +14,9 @@ from research import textre
 from research.agents.types import SourceRef
 from research.jobs.dispatch import enqueue_followup
 from research.jobs.events import event_emit
-from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
+from research.jobs.leases import LeaseLost, lease_kept
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
+from research.jobs.oneshots import oneshot_claim, oneshot_holder
 from research.jobs.services import InvalidAction, report_edit
 
 logger = logging.getLogger(__name__)
@@ -93,30 +92,10 @@ def _followup_fail(*, followup: FollowUp, error: str) -> None:
 
 
 def _followup_claim(followup_id: int) -> tuple[FollowUp, str] | None:
-    """Claim under the row lock, like a render: None when it ended, is held by a live lease, or was claimed
-    STEP_MAX_ATTEMPTS times already (then it fails, saying why)."""
-    with transaction.atomic():
-        followup = FollowUp.objects.select_for_update().filter(pk=followup_id).first()
-        if followup is None or followup.status in (OutputStatus.DONE, OutputStatus.FAILED):
-            return None  # already answered, or a duplicate delivery
-        if followup.status == OutputStatus.RUNNING and followup.lease_until and followup.lease_until > timezone.now():
-            return None  # running elsewhere
-        if followup.attempts >= settings.STEP_MAX_ATTEMPTS:
-            _followup_fail(followup=followup, error=_(
-                "Gave up after %(n)d attempts: the worker answering it was lost each time. Ask again to retry.")
-                % {"n": followup.attempts})
-            return None
-        token = uuid.uuid4().hex
-        FollowUp.objects.filter(pk=followup_id).update(
-            status=OutputStatus.RUNNING, attempts=followup.attempts + 1,
-            lease_until=timezone.now() + lease_deadline(), lease_token=token, updated=timezone.now())
-    return followup, token
-
-
-def _followup_holder(followup_id: int, token: str) -> None:
-    """Inside the transaction that writes the outcome: lock the row and make sure this worker still holds it."""
-    if not FollowUp.objects.select_for_update().filter(pk=followup_id, lease_token=token).exists():
-        raise LeaseLost(f"follow-up {followup_id} passed to another worker")
+    """Claim it (oneshots.oneshot_claim); after STEP_MAX_ATTEMPTS claims it fails, saying why."""
+    return oneshot_claim(FollowUp, followup_id, give_up=lambda followup: _followup_fail(followup=followup, error=_(
+        "Gave up after %(n)d attempts: the worker answering it was lost each time. Ask again to retry.")
+        % {"n": followup.attempts}))
 
 
 def followup_run(*, followup_id: int) -> None:
@@ -145,7 +124,7 @@ def followup_run(*, followup_id: int) -> None:
                 on_delta=batcher)
             batcher.flush()
             with transaction.atomic():
-                _followup_holder(followup.pk, token)
+                oneshot_holder(FollowUp, followup.pk, token, what="follow-up")
                 FollowUp.objects.filter(pk=followup_id).update(
                     status=OutputStatus.DONE, answer=final.markdown, added_sources=added, lease_until=None,
                     lease_token="", finished_at=timezone.now())
@@ -157,7 +136,7 @@ def followup_run(*, followup_id: int) -> None:
         except Exception as exc:  # shown as a failure on the page, never as an empty answer
             with transaction.atomic():
                 try:
-                    _followup_holder(followup.pk, token)
+                    oneshot_holder(FollowUp, followup.pk, token, what="follow-up")
                 except LeaseLost:
                     return  # replaced meanwhile: the new holder reports
                 _followup_fail(followup=followup, error=str(exc))

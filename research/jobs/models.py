@@ -298,7 +298,26 @@ class LLMCall(models.Model):
         return f"{self.agent} call for job {self.job_id}"
 
 
-class ReportEditCheck(models.Model):
+class OneShotUnit(models.Model):
+    """What the one-shot units a user's action leaves for a worker share (a long report edit's check, a
+    follow-up's answer): a status, attempts and a fenced lease, claimed like a render (research/jobs/oneshots.py)
+    and re-sent by the reaper when their worker died or their message was lost."""
+
+    status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending one older than the grace is re-sent
+    finished_at = models.DateTimeField(null=True, blank=True)
+    job_id: int
+
+    class Meta:
+        abstract = True
+
+
+class ReportEditCheck(OneShotUnit):
     """A report edit too long to check on the web thread, waiting for (or checked by) a worker.
 
     research/jobs/services.py: report_edit hands edits over REPORT_CHECK_INLINE_CHARS here;
@@ -308,15 +327,7 @@ class ReportEditCheck(models.Model):
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="edit_checks")
     markdown = models.TextField()
-    status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
-    error = models.TextField(blank=True)
     version = models.PositiveIntegerField(null=True, blank=True)  # the report version it became
-    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
-    lease_until = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending check older than the grace is re-sent
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created"]
@@ -325,7 +336,7 @@ class ReportEditCheck(models.Model):
         return f"Report edit check {self.pk} of job {self.job_id}"
 
 
-class FollowUp(models.Model):
+class FollowUp(OneShotUnit):
     """A question asked about a finished job's report, and its cited answer.
 
     Answered by the `followup` unit (research/jobs/followups.py), leased like a render: the reaper re-queues
@@ -335,17 +346,9 @@ class FollowUp(models.Model):
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="followups")
     number = models.PositiveIntegerField()
     question = models.TextField()
-    status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
     answer = models.TextField(blank=True)  # Markdown with checked citations and its own references
-    error = models.TextField(blank=True)
     added_sources = models.PositiveIntegerField(default=0)  # found by the extra research round
     folded_into = models.PositiveIntegerField(null=True, blank=True)  # report version that includes it
-    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
-    lease_until = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending one older than the grace is re-sent
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["job", "number"]

@@ -22,6 +22,7 @@ from research.jobs.models import (
     WORKING_STATUSES,
     FollowUp,
     JobStatus,
+    OneShotUnit,
     OutputRender,
     OutputStatus,
     ReportEditCheck,
@@ -86,17 +87,14 @@ def reap_stale_work() -> dict[str, int]:
     return counts
 
 
-# One-shot units a user's action leaves for a worker: a long report edit's check, a follow-up's answer.
-# Rows with status (OutputStatus), attempts, lease_until, lease_token and updated, claimed like renders.
-_Oneshot = type[ReportEditCheck] | type[FollowUp]
-
-
-def _oneshots_requeue_stale(model: _Oneshot, at: datetime, stale: datetime, *,
+# One-shot units a user's action leaves for a worker (models.OneShotUnit): a long report edit's check, a
+# follow-up's answer, claimed like renders (oneshots.py).
+def _oneshots_requeue_stale(model: type[OneShotUnit], at: datetime, stale: datetime, *,
                             requeued: Callable[[Any], object], send: Callable[[int], None]) -> int:
     """A running row whose lease lapsed goes back to pending (`requeued` emits its event) and is re-sent; its
     next claim fails it after STEP_MAX_ATTEMPTS. A pending row nobody claimed within the grace is re-sent."""
     count = 0
-    objects: Any = model.objects
+    objects: Any = model._default_manager
     for row in objects.filter(status=OutputStatus.RUNNING, lease_until__lt=at):
         with transaction.atomic():
             if objects.filter(pk=row.pk, status=OutputStatus.RUNNING, lease_until=row.lease_until).update(

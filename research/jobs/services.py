@@ -7,7 +7,6 @@ states.job_set_status (re-exported here); messages to the workers go through dis
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +24,7 @@ from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
-from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
+from research.jobs.leases import LeaseLost, lease_kept
 from research.jobs.models import (
     JobStatus,
     JobStep,
@@ -37,6 +36,7 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
+from research.jobs.oneshots import oneshot_claim, oneshot_holder
 from research.jobs.states import InvalidTransition, job_set_status
 
 logger = logging.getLogger(__name__)
@@ -385,30 +385,10 @@ def _edit_check_end(*, check: ReportEditCheck, error: str) -> None:
 
 
 def _edit_check_claim(check_id: int) -> tuple[ReportEditCheck, str] | None:
-    """Claim the check under its row lock, like a render: None when it ended, is held by a live lease, or has
-    been claimed STEP_MAX_ATTEMPTS times already (then it fails, saying why)."""
-    with transaction.atomic():
-        check = ReportEditCheck.objects.select_for_update().filter(pk=check_id).first()
-        if check is None or check.status in (OutputStatus.DONE, OutputStatus.FAILED):
-            return None  # a duplicate delivery, or already ended
-        if check.status == OutputStatus.RUNNING and check.lease_until and check.lease_until > timezone.now():
-            return None  # a live holder has it
-        if check.attempts >= settings.STEP_MAX_ATTEMPTS:
-            _edit_check_end(check=check, error=_(
-                "The edit could not be checked: gave up after %(n)d attempts, the worker checking it was lost "
-                "each time. Save it again to retry.") % {"n": check.attempts})
-            return None
-        token = uuid.uuid4().hex
-        ReportEditCheck.objects.filter(pk=check_id).update(
-            status=OutputStatus.RUNNING, attempts=check.attempts + 1, lease_until=timezone.now() + lease_deadline(),
-            lease_token=token, updated=timezone.now())
-    return check, token
-
-
-def _edit_check_holder(check_id: int, token: str) -> None:
-    """Inside the transaction that writes the outcome: lock the row and make sure this worker still holds it."""
-    if not ReportEditCheck.objects.select_for_update().filter(pk=check_id, lease_token=token).exists():
-        raise LeaseLost(f"report edit check {check_id} passed to another worker")
+    """Claim the check (oneshots.oneshot_claim); after STEP_MAX_ATTEMPTS claims it fails, saying why."""
+    return oneshot_claim(ReportEditCheck, check_id, give_up=lambda check: _edit_check_end(check=check, error=_(
+        "The edit could not be checked: gave up after %(n)d attempts, the worker checking it was lost "
+        "each time. Save it again to retry.") % {"n": check.attempts}))
 
 
 def report_edit_check_run(*, check_id: int) -> None:
@@ -427,7 +407,7 @@ def report_edit_check_run(*, check_id: int) -> None:
         try:
             markdown, summary = _report_edit_checked(job=check.job, markdown=check.markdown)
             with transaction.atomic():
-                _edit_check_holder(check_id, token)
+                oneshot_holder(ReportEditCheck, check_id, token, what="report edit check")
                 version = _report_edit_save(job=check.job, markdown=markdown, check=summary)
                 ReportEditCheck.objects.filter(pk=check_id).update(
                     status=OutputStatus.DONE, version=version.number, markdown="", lease_until=None,
@@ -444,7 +424,7 @@ def report_edit_check_run(*, check_id: int) -> None:
                 error = _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
             with transaction.atomic():
                 try:
-                    _edit_check_holder(check_id, token)
+                    oneshot_holder(ReportEditCheck, check_id, token, what="report edit check")
                 except LeaseLost:
                     return  # replaced meanwhile: the new holder reports
                 _edit_check_end(check=check, error=error)

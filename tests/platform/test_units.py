@@ -291,7 +291,8 @@ def test_a_check_lost_max_attempts_times_fails_with_the_reason(alice, sent, sett
 
 def test_a_replaced_edit_check_holder_cannot_save_the_edit(alice, sent):
     from research.jobs.leases import LeaseLost
-    from research.jobs.services import _edit_check_claim, _edit_check_holder
+    from research.jobs.oneshots import oneshot_holder
+    from research.jobs.services import _edit_check_claim
 
     check = _edit_check(alice)
     _, old_token = _edit_check_claim(check.pk)  # type: ignore[misc]
@@ -300,9 +301,9 @@ def test_a_replaced_edit_check_holder_cannot_save_the_edit(alice, sent):
     assert ReportEditCheck.objects.get(pk=check.pk).lease_token == ""
     _, new_token = _edit_check_claim(check.pk)  # type: ignore[misc]
     with pytest.raises(LeaseLost), transaction.atomic():
-        _edit_check_holder(check.pk, old_token)
+        oneshot_holder(ReportEditCheck, check.pk, old_token, what="report edit check")
     with transaction.atomic():
-        _edit_check_holder(check.pk, new_token)
+        oneshot_holder(ReportEditCheck, check.pk, new_token, what="report edit check")
 
 
 def _followup(alice, **fields) -> FollowUp:
@@ -343,8 +344,9 @@ def test_a_followup_lost_max_attempts_times_fails_with_the_reason(alice, sent, s
 
 
 def test_a_replaced_followup_holder_cannot_write_the_answer(alice, sent):
-    from research.jobs.followups import _followup_claim, _followup_holder
+    from research.jobs.followups import _followup_claim
     from research.jobs.leases import LeaseLost
+    from research.jobs.oneshots import oneshot_holder
 
     followup = _followup(alice)
     _, old_token = _followup_claim(followup.pk)  # type: ignore[misc]
@@ -352,9 +354,9 @@ def test_a_replaced_followup_holder_cannot_write_the_answer(alice, sent):
     _take_over(FollowUp, followup.pk, "lease_until")
     _, new_token = _followup_claim(followup.pk)  # type: ignore[misc]
     with pytest.raises(LeaseLost), transaction.atomic():
-        _followup_holder(followup.pk, old_token)
+        oneshot_holder(FollowUp, followup.pk, old_token, what="follow-up")
     with transaction.atomic():
-        _followup_holder(followup.pk, new_token)
+        oneshot_holder(FollowUp, followup.pk, new_token, what="follow-up")
     assert FollowUp.objects.get(pk=followup.pk).attempts == 2
 
 
