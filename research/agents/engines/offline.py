@@ -462,6 +462,11 @@ def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) ->
 _CJK_RUN = textre.compile(r"[\u4e00-\u9fff]+")
 
 
+def _same_script(locale: str, ref: SourceRef) -> bool:
+    """The page is written in the question's script (Chinese or not)."""
+    return is_chinese(detect_locale(ref.text[:3000])) == is_chinese(locale)
+
+
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
     """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
 
@@ -477,11 +482,10 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     # across two words, "电池量产", would match pages on other batteries.)
     heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
     total = sum(len(t) for t in terms)
-    zh_question = is_chinese(locale)
     weights: dict[int, float] = {}
     foreign: list[int] = []
     for ref in sources:
-        if is_chinese(detect_locale(ref.text[:3000])) != zh_question or not terms:
+        if not _same_script(locale, ref) or not terms:
             foreign.append(ref.number)
             continue
         present = set(tokenize(f"{ref.title} {ref.text}"))
@@ -498,10 +502,6 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     for rank, number in enumerate(foreign):
         weights[number] = 0.1 if on_topic else max(0.3, 1.0 - 0.15 * rank)
     return weights
-
-
-def _same_script(locale: str, ref: SourceRef) -> bool:
-    return is_chinese(detect_locale(ref.text[:3000])) == is_chinese(locale)
 
 
 def _foreign_titles(locale: str, sources: Sequence[SourceRef], weights: dict[int, float]) -> list[str]:
@@ -612,7 +612,7 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     term will do. A page in another script cannot be compared word for word: it stays eligible.
     """
     titles = {ref.number: ref.title for ref in sources}
-    foreign = {ref.number for ref in sources if is_chinese(detect_locale(ref.text[:3000])) != is_chinese(locale)}
+    foreign = {ref.number for ref in sources if not _same_script(locale, ref)}
     terms = _shared_subject(question, locale, sources)
     if len(terms) < 2:  # the fetched pages agree on little (most are on a neighbouring subject)
         first = next((t for t in key_terms(question, locale, fallback=False) if tokenize(t)), "")
