@@ -56,8 +56,8 @@ def _paths(stack: Any) -> dict[str, Callable[[str], object]]:
     from research.agents.types import SourceRef
     from research.agents.verify import report_check
     from research.jobs import services
-    from research.jobs.forms import report_markdown_problem
     from research.jobs.models import JobStatus, ResearchJob, Source
+    from research.jobs.web.forms import report_markdown_problem
     from research.knowledge.extract import DocumentRejected, extract_document
     from research.knowledge.text import chunk_text
     from research.llm.client import parse_tool_call_tags, split_reasoning

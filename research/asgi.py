@@ -12,9 +12,9 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from research.jobs.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
-from research.jobs.routing import websocket_urlpatterns  # noqa: E402
-from research.jobs.ws_origin import SameOriginValidator  # noqa: E402
+from research.jobs.web.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
+from research.jobs.web.routing import websocket_urlpatterns  # noqa: E402
+from research.jobs.web.ws_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -29,7 +29,7 @@ def _reap_once() -> None:
 
     try:
         django.setup()  # beat set Django up already; this is a no-op then
-        from research.jobs.reaper import reap_stale_work
+        from research.jobs.units.reaper import reap_stale_work
 
         counts = reap_stale_work()
         if any(counts.values()):

@@ -39,7 +39,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "research.jobs.middleware.InvalidPathMiddleware",
+    "research.jobs.web.middleware.InvalidPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -54,7 +54,7 @@ MIDDLEWARE = [
     # A throttle whose counter (Redis) cannot be reached answers 503 + Retry-After, never 500 (fails closed).
     "research.ratelimit.CounterUnavailableMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "research.jobs.middleware.ContentSecurityPolicyMiddleware",
+    "research.jobs.web.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "research.urls"
@@ -69,7 +69,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "research.jobs.context_processors.site",
+                "research.jobs.web.context_processors.site",
             ],
         },
     },
@@ -291,7 +291,7 @@ KB_INDEX_TIME_S = env_int("KB_INDEX_TIME_S", 120)
 KB_INDEX_MAX_ATTEMPTS = env_int("KB_INDEX_MAX_ATTEMPTS", 2)  # deliveries whose worker was lost
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-# Request bodies are counted as they stream in (research/jobs/asgi_limits.py): knowledge-base uploads
+# Request bodies are counted as they stream in (research/jobs/web/asgi_limits.py): knowledge-base uploads
 # may carry the upload limit (+ slack), everything else at most this many bytes; larger ones get 413.
 REQUEST_MAX_BODY_BYTES = env_int("REQUEST_MAX_BODY_BYTES", 2_621_440)  # 2.5 MiB
 

@@ -19,7 +19,7 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("kb/", include("research.knowledge.urls")),
     path("", include("research.api.urls")),
-    path("", include("research.jobs.urls")),
+    path("", include("research.jobs.web.urls")),
 ]
 
 handler400 = "research.errors.bad_request"

@@ -2,7 +2,7 @@
 
 The job's statuses and the moves between them are the state machine in research/jobs/states.py; this
 module is the part of the job graph that needs no Django: the steps of a plan and their dependencies.
-research/jobs/steps.py schedules with ready_steps() and blocked_steps(); the plan-review form and the
+research/jobs/units/steps.py schedules with ready_steps() and blocked_steps(); the plan-review form and the
 services check plans with validate_plan(). See docs/architecture.md.
 """
 

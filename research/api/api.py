@@ -22,8 +22,8 @@ from research.api.auth import TokenAuth, api_user
 from research.api.events import job_event_stream
 from research.api.selectors import job_detail
 from research.api.throttle import ApiThrottle
-from research.jobs import conversation, followups, selectors, services
-from research.jobs.forms import BasePlanStepFormSet, PlanMetaForm, PlanStepFormSet
+from research.jobs import conversation, selectors, services
+from research.jobs.web.forms import BasePlanStepFormSet, PlanMetaForm, PlanStepFormSet
 
 # What each status means, in the OpenAPI document: every operation lists every status it can answer.
 STATUS_TEXT = {
@@ -250,7 +250,7 @@ def _followup_out(f: Any) -> dict[str, Any]:
           summary="Ask a follow-up question about a finished report (answered by a worker; watch the events)")
 def followup_ask(request: HttpRequest, job_id: JobId, body: schemas.FollowUpIn) -> tuple[int, dict[str, Any]]:
     job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
-    return 201, _followup_out(followups.followup_ask(job=job, question=body.question))
+    return 201, _followup_out(conversation.followup_ask(job=job, question=body.question))
 
 
 @api.get("/jobs/{job_id}/followups", response={200: list[schemas.FollowUpOut], **READ},
@@ -264,7 +264,7 @@ def followup_list(request: HttpRequest, job_id: JobId) -> list[dict[str, Any]]:
           tags=["conversation"], summary="Add an answer to the report as a new version and re-render the outputs")
 def followup_fold(request: HttpRequest, job_id: JobId, number: Number) -> dict[str, Any]:
     job = selectors.job_get_for_user(user=api_user(request), job_id=job_id)
-    followups.followup_fold(job=job, number=number)
+    conversation.followup_fold(job=job, number=number)
     job.refresh_from_db()
     return job_detail(job=job)
 

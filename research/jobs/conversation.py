@@ -1,5 +1,6 @@
-"""Writes for the conversation around a job: answering the coordinator's clarifying questions, and
-"research it anyway" after a direct answer. The worker side lives in the coordinator stage."""
+"""Writes for the conversation around a job: answering the coordinator's clarifying questions,
+"research it anyway" after a direct answer, and follow-up questions (asked here, answered by the
+worker unit research/jobs/units/followups.py, folded into a new report version here)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from research.agents.types import MAX_CLARIFY_QUESTIONS
-from research.jobs.dispatch import enqueue_advance
+from research.jobs.dispatch import enqueue_advance, enqueue_followup
 from research.jobs.events import event_emit
-from research.jobs.models import JobStatus, ResearchJob
-from research.jobs.services import InvalidAction, job_set_status
+from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
+from research.jobs.services import InvalidAction, job_set_status, report_edit
 
 MAX_ANSWER_CHARS = 1000
 
@@ -49,3 +50,44 @@ def job_research_anyway(*, job: ResearchJob) -> None:
         job_set_status(job=job, status=nxt, options=opts, answer="", finished_at=None, stage_attempts=0)
         enqueue_advance(job.pk)
 
+
+MAX_FOLLOWUP_CHARS = 2000
+
+
+def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
+    question = (question or "").replace("\r\n", "\n").strip()
+    if not question:
+        raise ValidationError(_("Please type a question."))
+    if len(question) > MAX_FOLLOWUP_CHARS:
+        raise ValidationError(_("A follow-up may have at most %(n)d characters.") % {"n": MAX_FOLLOWUP_CHARS})
+    if job.status != JobStatus.DONE or not job.report_versions.exists():
+        raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    with transaction.atomic():
+        last = job.followups.order_by("-number").values_list("number", flat=True).first() or 0
+        followup = FollowUp.objects.create(job=job, number=last + 1, question=question)
+        event_emit(job_id=job.pk, type="followup.asked", payload={"number": followup.number, "question": question})
+        enqueue_followup(followup.pk)
+    return followup
+
+
+def followup_fold(*, job: ResearchJob, number: int) -> int:
+    """Add the answer to the report as a new section, save a new version and re-render the outputs."""
+    followup = job.followups.filter(number=number).first()
+    if followup is None or followup.status != OutputStatus.DONE:
+        raise InvalidAction(_("This follow-up has no answer yet."))
+    if followup.folded_into:
+        raise InvalidAction(_("This answer is already in the report."))
+    from research.agents.citations import strip_references_section
+    from research.jobs.selectors import report_in_registry_numbers, report_latest
+
+    report = report_latest(job=job)
+    if report is None:
+        raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    body = report_in_registry_numbers(job=job, markdown=report.markdown)
+    answer = strip_references_section(followup.answer).strip()  # cites registry numbers already
+    merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
+    # Without a references list report_edit reads registry numbers, checks the cited claims and
+    # writes one references list for the whole report, renumbered 1..n.
+    version = report_edit(job=job, markdown=merged)
+    FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
+    return version.number

@@ -4,7 +4,7 @@ Units are sent by task name (research/jobs/tasks.py registers them), so nothing 
 module. A unit's state lives in the database, so a message that cannot be sent is not fatal: if the
 broker is down when the transaction commits, raising would turn an already committed change (a finished
 step, an accepted plan) into a reported failure. The send is logged and dropped instead; the reaper
-(research/jobs/reaper.py) re-sends every unit nobody picked up within STEP_QUEUE_GRACE_S.
+(research/jobs/units/reaper.py) re-sends every unit nobody picked up within STEP_QUEUE_GRACE_S.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def enqueue_step(job_id: int, step_id: str) -> None:
 
 
 def enqueue_run(job_id: int, step_id: str, index: int) -> None:
-    """One of the parallel runs of a heavy step (research/jobs/runs.py)."""
+    """One of the parallel runs of a heavy step (research/jobs/units/runs.py)."""
     send_on_commit("run", job_id, step_id, index)
 
 

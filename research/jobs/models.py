@@ -151,7 +151,7 @@ class JobStep(LeasedWork):
 class StepRun(LeasedWork):
     """One of the k parallel runs of a research step in heavy mode (docs/agents.md, "Depth").
 
-    A run is its own unit of work: claimed, leased and reaped like a step (research/jobs/runs.py).
+    A run is its own unit of work: claimed, leased and reaped like a step (research/jobs/units/runs.py).
     When every run of a step ended, the step itself is queued again and synthesizes their results.
     """
 
@@ -300,7 +300,7 @@ class LLMCall(models.Model):
 
 class OneShotUnit(models.Model):
     """What the one-shot units a user's action leaves for a worker share (a long report edit's check, a
-    follow-up's answer): a status, attempts and a fenced lease, claimed like a render (research/jobs/oneshots.py)
+    follow-up's answer): a status, attempts and a fenced lease, claimed like a render (research/jobs/units/oneshots.py)
     and re-sent by the reaper when their worker died or their message was lost."""
 
     status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
@@ -321,8 +321,8 @@ class ReportEditCheck(OneShotUnit):
     """A report edit too long to check on the web thread, waiting for (or checked by) a worker.
 
     research/jobs/services.py: report_edit hands edits over REPORT_CHECK_INLINE_CHARS here;
-    report_edit_check_run (a Celery unit) checks it and stores the new version. Leased like a render:
-    the reaper re-queues a check whose worker died or whose message was lost (research/jobs/reaper.py).
+    units/edit_check.py (a Celery unit) checks it and stores the new version. Leased like a render:
+    the reaper re-queues a check whose worker died or whose message was lost (research/jobs/units/reaper.py).
     """
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="edit_checks")
@@ -339,8 +339,8 @@ class ReportEditCheck(OneShotUnit):
 class FollowUp(OneShotUnit):
     """A question asked about a finished job's report, and its cited answer.
 
-    Answered by the `followup` unit (research/jobs/followups.py), leased like a render: the reaper re-queues
-    one whose worker died or whose message was lost (research/jobs/reaper.py).
+    Answered by the `followup` unit (research/jobs/units/followups.py), leased like a render: the reaper re-queues
+    one whose worker died or whose message was lost (research/jobs/units/reaper.py).
     """
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="followups")

@@ -10,6 +10,8 @@ from django.db.models import Count, FloatField, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
+from research import textre
+from research.agents.types import SourceRef
 from research.jobs import storage
 from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob, StepRun
 
@@ -192,3 +194,24 @@ def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[t
         kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
         out.append((kind, line))
     return out
+
+
+def report_in_registry_numbers(*, job: ResearchJob, markdown: str) -> str:
+    """The report body with its citations written as registry numbers (Source.number), without references.
+
+    Final reports number their references 1..n (research.agents.verify); the follow-up answer cites
+    registry numbers, so both are brought to one numbering before they meet.
+    """
+    from research.agents.citations import CITATION, _numbers, _segments, strip_references_section
+    from research.agents.verify import citation_targets
+
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    targets = citation_targets(markdown, sources)
+
+    def sub(match: textre.Match) -> str:
+        numbers = [targets[n].number for n in _numbers(match.group(2)) if n in targets]
+        return match.group(1) + "".join(f"[{n}]" for n in dict.fromkeys(numbers)) if numbers else ""
+
+    body = strip_references_section(markdown)
+    return "".join(seg if code else CITATION.sub(sub, seg) for seg, code in _segments(body)).rstrip()

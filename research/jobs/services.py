@@ -1,6 +1,6 @@
 """Writes that users trigger (views, CLI, API), and the plan/report writes the stages share.
 
-Worker-side units live in stages.py, steps.py, renders.py and reaper.py; status changes go through
+Worker-side units live in research/jobs/units/; status changes go through
 states.job_set_status (re-exported here); messages to the workers go through dispatch.py.
 """
 
@@ -13,7 +13,6 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from research import ratelimit, textre
@@ -24,7 +23,6 @@ from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
-from research.jobs.leases import LeaseLost, lease_kept
 from research.jobs.models import (
     JobStatus,
     JobStep,
@@ -36,7 +34,6 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
-from research.jobs.oneshots import oneshot_claim, oneshot_holder
 from research.jobs.states import InvalidTransition, job_set_status
 
 logger = logging.getLogger(__name__)
@@ -46,7 +43,7 @@ __all__ = [
     "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
-    "report_edit_check_run", "report_edit_submit", "report_version_create",
+    "report_edit_checked", "report_edit_save", "report_edit_submit", "report_version_create",
 ]
 
 OUTPUT_KINDS = ("md", "pdf", "pptx", "podcast")
@@ -313,7 +310,7 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
     return version
 
 
-def _report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[str, Any]]:
+def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[str, Any]]:
     """The slow half of an edit: refuse what cannot be saved, then run the reporter's checks.
 
     The edit goes through the same check as the reporter's text (research.agents.verify.report_check):
@@ -336,7 +333,7 @@ def _report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[
     return checked.markdown, checked.summary()
 
 
-def _report_edit_save(*, job: ResearchJob, markdown: str, check: dict[str, Any]) -> ReportVersion:
+def report_edit_save(*, job: ResearchJob, markdown: str, check: dict[str, Any]) -> ReportVersion:
     """The quick half: store the checked Markdown as a new version and re-render every requested output."""
     with transaction.atomic():
         version = report_version_create(job=job, markdown=markdown, author="user")
@@ -351,8 +348,8 @@ def _report_edit_save(*, job: ResearchJob, markdown: str, check: dict[str, Any])
 def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
     """Store the user's edited Markdown, checked as the reporter's text is, as a new version and re-render
     every requested output from it."""
-    checked, summary = _report_edit_checked(job=job, markdown=markdown)
-    return _report_edit_save(job=job, markdown=checked, check=summary)
+    checked, summary = report_edit_checked(job=job, markdown=markdown)
+    return report_edit_save(job=job, markdown=checked, check=summary)
 
 
 def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | ReportEditCheck:
@@ -375,59 +372,6 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
         event_emit(job_id=job.pk, type="report.checking", payload={"check": check.pk, "chars": len(markdown)})
         enqueue_report_edit_check(check.pk)
     return check
-
-
-def _edit_check_end(*, check: ReportEditCheck, error: str) -> None:
-    """Fail the check with a reason the job page shows (`report.check_failed`); the caller holds the row."""
-    ReportEditCheck.objects.filter(pk=check.pk).update(status=OutputStatus.FAILED, error=error, lease_until=None,
-                                                       lease_token="", finished_at=timezone.now())
-    event_emit(job_id=check.job_id, type="report.check_failed", payload={"check": check.pk, "error": error})
-
-
-def _edit_check_claim(check_id: int) -> tuple[ReportEditCheck, str] | None:
-    """Claim the check (oneshots.oneshot_claim); after STEP_MAX_ATTEMPTS claims it fails, saying why."""
-    return oneshot_claim(ReportEditCheck, check_id, give_up=lambda check: _edit_check_end(check=check, error=_(
-        "The edit could not be checked: gave up after %(n)d attempts, the worker checking it was lost "
-        "each time. Save it again to retry.") % {"n": check.attempts}))
-
-
-def report_edit_check_run(*, check_id: int) -> None:
-    """The worker's half of report_edit_submit: check the edit and store it as a new version, once.
-
-    A leased unit (research/jobs/leases.py): the lease is renewed while the check runs; a worker that dies
-    stops renewing and the reaper re-queues the check (`report.check_requeued`). The new version and the
-    check's `done` are written in one transaction, and only by the lease holder, so a check redone after a
-    lost worker, or a replaced holder that was only slow, never saves the edit twice.
-    """
-    claimed = _edit_check_claim(check_id)
-    if claimed is None:
-        return
-    check, token = claimed
-    with lease_kept(ReportEditCheck, check_id, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        try:
-            markdown, summary = _report_edit_checked(job=check.job, markdown=check.markdown)
-            with transaction.atomic():
-                oneshot_holder(ReportEditCheck, check_id, token, what="report edit check")
-                version = _report_edit_save(job=check.job, markdown=markdown, check=summary)
-                ReportEditCheck.objects.filter(pk=check_id).update(
-                    status=OutputStatus.DONE, version=version.number, markdown="", lease_until=None,
-                    lease_token="", finished_at=timezone.now())
-        except LeaseLost:
-            logger.warning("report edit check %s passed to another worker; this one stops", check_id)
-        except Exception as exc:  # recorded and shown on the job page; the edit text stays for a retry
-            if isinstance(exc, ValidationError):
-                error = " ".join(exc.messages)
-            elif isinstance(exc, InvalidAction):
-                error = str(exc)
-            else:
-                logger.exception("report edit check %s failed", check_id)
-                error = _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
-            with transaction.atomic():
-                try:
-                    oneshot_holder(ReportEditCheck, check_id, token, what="report edit check")
-                except LeaseLost:
-                    return  # replaced meanwhile: the new holder reports
-                _edit_check_end(check=check, error=error)
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:

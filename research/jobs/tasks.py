@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from research.jobs import followups, reaper, renders, runs, services, stages, steps
+from research.jobs.units import edit_check, followups, reaper, renders, runs, stages, steps
 
 
 @shared_task(name="research.jobs.tasks.job_advance")
@@ -45,4 +45,4 @@ def followup_answer(followup_id: int) -> None:
 
 @shared_task(name="research.jobs.tasks.report_edit_check")
 def report_edit_check(check_id: int) -> None:
-    services.report_edit_check_run(check_id=check_id)
+    edit_check.report_edit_check_run(check_id=check_id)

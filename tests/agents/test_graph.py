@@ -1,6 +1,6 @@
 """The job graph's step part: scheduling, blocked steps, plan validation and repair.
 
-The status transitions are tested in tests/platform/test_states.py."""
+The status transitions are tested in tests/jobs/test_states.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from research.jobs import dispatch, followups, services
+from research.jobs import conversation, dispatch, services
 from research.jobs.models import FollowUp, JobStatus, OutputStatus
 from tests.integration.helpers import assert_event_log_complete, wait_for
 from tests.support.citecheck import check_citations, report_sources
@@ -36,8 +36,8 @@ def test_model_followup_cites_checked_sources_and_folds_into_a_rerendered_versio
     job = wait_for(job, {JobStatus.DONE, JobStatus.FAILED}, timeout=240, worker=worker)
     assert job.status == JobStatus.DONE, job.error
     with pytest.raises(ValidationError):
-        followups.followup_ask(job=job, question="  ")
-    followup = _wait_followup(followups.followup_ask(job=job, question="How fast did solar module prices fall?"))
+        conversation.followup_ask(job=job, question="  ")
+    followup = _wait_followup(conversation.followup_ask(job=job, question="How fast did solar module prices fall?"))
     assert followup.status == OutputStatus.DONE, followup.error
     sources = {s.number: s.text for s in job.sources.all()}
     assert check_citations(followup.answer, sources) == []
@@ -46,7 +46,7 @@ def test_model_followup_cites_checked_sources_and_folds_into_a_rerendered_versio
     assert done.payload["removed_citations"] == 1 and done.payload["cited"]
     assert job.events.filter(type="followup.delta").exists()  # streamed
 
-    number = followups.followup_fold(job=job, number=1)
+    number = conversation.followup_fold(job=job, number=1)
     assert number == 2
     job = wait_for(job, {JobStatus.DONE, JobStatus.FAILED}, timeout=180, worker=worker)
     assert job.status == JobStatus.DONE, job.error
@@ -59,7 +59,7 @@ def test_model_followup_cites_checked_sources_and_folds_into_a_rerendered_versio
     assert "How fast did solar module prices fall?" in text  # the outputs were re-rendered from v2
     assert Path(job.artifacts.get(kind="md").file.path).read_text() == latest.markdown
     with pytest.raises(services.InvalidAction):
-        followups.followup_fold(job=job, number=1)
+        conversation.followup_fold(job=job, number=1)
     assert_event_log_complete(job)
 
 
@@ -68,7 +68,7 @@ def test_uncovered_question_runs_a_small_research_round(alice, worker, live_sett
                               options={"engine": "offline", "auto_accept": True, "max_steps": 1})
     job = wait_for(job, {JobStatus.DONE, JobStatus.FAILED}, worker=worker)
     before = job.sources.count()
-    followup = _wait_followup(followups.followup_ask(job=job, question="How do heat pumps cope with cold climates?"))
+    followup = _wait_followup(conversation.followup_ask(job=job, question="How do heat pumps cope with cold climates?"))
     assert followup.status == OutputStatus.DONE, followup.error
     events = list(job.events.filter(type__startswith="followup").values_list("type", "payload"))
     assert followup.added_sources >= 1, events
@@ -82,4 +82,4 @@ def test_followup_refused_before_the_report(alice, monkeypatch):
     monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     job = services.job_create(user=alice, question="Heat pumps?", options={"engine": "offline"})
     with pytest.raises(services.InvalidAction):
-        followups.followup_ask(job=job, question="And in China?")
+        conversation.followup_ask(job=job, question="And in China?")

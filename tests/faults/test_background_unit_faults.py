@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from research.jobs import followups, services
+from research.jobs import conversation, services
 from research.jobs.models import (
     FollowUp,
     JobEvent,
@@ -134,7 +134,7 @@ def test_a_worker_killed_mid_followup_is_replaced_and_the_question_answered_once
     stack.beat()
     doomed = stack.worker(concurrency=1)
     held = stack.director.gate("followup")  # the model call of the first attempt waits here
-    followup = followups.followup_ask(job=job, question="How far did solar module prices fall?")
+    followup = conversation.followup_ask(job=job, question="How far did solar module prices fall?")
     held.wait_arrival()
     row = FollowUp.objects.get(pk=followup.pk)
     assert (row.status, row.attempts) == (OutputStatus.RUNNING, 1)

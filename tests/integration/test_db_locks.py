@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
-from research.jobs import dispatch, services, stages, steps
+from research.jobs import dispatch, services
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepStatus
+from research.jobs.units import stages, steps
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 RACERS = 8
@@ -142,8 +143,8 @@ def test_every_move_of_the_lease_protocol_locks_the_job_row_first(job):
 
     from django.utils import timezone
 
-    from research.jobs import runs
     from research.jobs.models import StepRun
+    from research.jobs.units import runs
 
     step = JobStep.objects.get(job=job, step_id="s1")
     run = StepRun.objects.create(step=step, job=job, index=0, status=StepStatus.QUEUED)

@@ -31,8 +31,9 @@ def test_an_oversized_plan_post_gets_a_readable_400(alice, alice_objects, settin
 
 
 def test_a_report_edit_too_costly_to_render_is_refused_before_rendering(alice, alice_client, monkeypatch):
-    from research.jobs import services, views
+    from research.jobs import services
     from research.jobs.models import JobStatus, ResearchJob
+    from research.jobs.web import views
 
     job = services.job_create(user=alice, question="What is the state of heat pumps?", options={"engine": "offline"})
     services.report_version_create(job=job, markdown="# R\n\nHeat pumps move heat.\n", author="reporter")

@@ -1,5 +1,5 @@
-"""Outsiders beyond the per-URL 404 checks (tests/platform/test_ownership.py) and the socket refusals
-(tests/platform/test_consumer.py, and over real daphne in tests/integration/test_job_flow.py): a job
+"""Outsiders beyond the per-URL 404 checks (tests/jobs/test_ownership.py) and the socket refusals
+(tests/jobs/test_consumer.py, and over real daphne in tests/integration/test_job_flow.py): a job
 cannot reach into another user's knowledge base."""
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from research.agents.verify import report_check
 from research.jobs import services
 from research.jobs.models import JobEvent, JobStatus, ReportEditCheck, ResearchJob, Source
 from research.jobs.models import OutputStatus as Status
+from research.jobs.units import edit_check
 from tests.support.procs import AsgiServer
 
 PLAIN = "The market grew 12% in 2024 [4], driven by demand (see Table 2); analysts expect more.\n"
@@ -78,7 +79,7 @@ def test_a_short_edit_is_still_checked_at_once(alice, client, settings):
 
 @pytest.mark.django_db
 def test_the_live_preview_of_a_long_edit_says_why_it_is_not_rendered(alice, client, settings, monkeypatch):
-    from research.jobs import views
+    from research.jobs.web import views
 
     rendered: list[int] = []
     monkeypatch.setattr(views, "markdown_to_html", lambda text, **kw: rendered.append(len(text)) or "")
@@ -114,7 +115,7 @@ def test_a_long_edit_is_checked_by_a_worker_and_the_page_says_so(worker, alice, 
     assert latest is not None and latest.number == check.version == 2 and latest.author == "user"
     assert JobEvent.objects.filter(job=job, type="report.ready", payload__version=2).exists()
     assert "research.jobs.tasks.report_edit_check" in worker.log.read_text(errors="replace")
-    services.report_edit_check_run(check_id=check.pk)  # a duplicate delivery changes nothing
+    edit_check.report_edit_check_run(check_id=check.pk)  # a duplicate delivery changes nothing
     assert job.report_versions.count() == 2
 
 
@@ -122,7 +123,7 @@ def test_a_long_edit_is_checked_by_a_worker_and_the_page_says_so(worker, alice, 
 def test_a_background_check_that_fails_says_why(alice):
     job = _done_job(alice)
     check = ReportEditCheck.objects.create(job=job, markdown="   \n")
-    services.report_edit_check_run(check_id=check.pk)
+    edit_check.report_edit_check_run(check_id=check.pk)
     check.refresh_from_db()
     assert check.status == Status.FAILED and "cannot be empty" in check.error
     assert JobEvent.objects.filter(job=job, type="report.check_failed", payload__check=check.pk).exists()

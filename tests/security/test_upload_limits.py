@@ -1,4 +1,4 @@
-"""Request bodies are capped as they stream in, also without Content-Length (research/jobs/asgi_limits.py)."""
+"""Request bodies are capped as they stream in, also without Content-Length (research/jobs/web/asgi_limits.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from research.jobs.asgi_limits import BodySizeLimitMiddleware, body_limit
+from research.jobs.web.asgi_limits import BodySizeLimitMiddleware, body_limit
 from research.knowledge.uploads import request_limit
 from tests.support.procs import AsgiServer, base_env
 

@@ -10,7 +10,7 @@ import pytest
 import websockets
 
 from research.jobs import services
-from research.jobs.consumers import (
+from research.jobs.web.consumers import (
     CLOSE_BAD_REQUEST,
     CLOSE_INVALID,
     CLOSE_TOO_BIG,

@@ -628,8 +628,8 @@ def test_the_production_default_is_no_weak_limits(monkeypatch):
 @pytest.mark.django_db
 def test_the_coder_step_reports_why_no_code_ran(settings, alice, monkeypatch):
     from research.jobs import dispatch, services
-    from research.jobs.context import JobContext
     from research.jobs.models import JobEvent
+    from research.jobs.units.context import JobContext
 
     monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
     settings.SANDBOX_LIMITS = "watcher"

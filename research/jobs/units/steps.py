@@ -17,15 +17,23 @@ from django.db import transaction
 from research.agents.citations import strip_citations
 from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import StepResult
-from research.jobs.claims import ENDED, LeasedUnits
-from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
 from research.jobs.events import event_emit, events_emit
-from research.jobs.leases import lease_kept
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
-from research.jobs.runs import runs_fan_out, runs_synthesize, step_is_heavy
 from research.jobs.states import job_set_status
-from research.jobs.units import accepted_plan, engine_for, now, plan_step, queue_grace, step_results, unit_outcome
+from research.jobs.units.claims import ENDED, LeasedUnits
+from research.jobs.units.common import (
+    accepted_plan,
+    engine_for,
+    now,
+    plan_step,
+    queue_grace,
+    step_results,
+    unit_outcome,
+)
+from research.jobs.units.context import JobContext
+from research.jobs.units.leases import lease_kept
+from research.jobs.units.runs import runs_fan_out, runs_synthesize, step_is_heavy
 
 logger = logging.getLogger(__name__)
 

@@ -24,13 +24,11 @@ from django.db.models import QuerySet
 from research.agents.citations import strip_citations
 from research.agents.depth import ANCHORED_ENGINES, run_variants, step_runs, variant_from_dict
 from research.agents.types import Engine, Plan, PlanStep, StepResult
-from research.jobs.claims import ENDED, LeasedUnits
-from research.jobs.context import JobContext
 from research.jobs.dispatch import enqueue_run, enqueue_step
 from research.jobs.events import event_emit
-from research.jobs.leases import lease_kept
 from research.jobs.models import JobStep, ResearchJob, StepRun, StepStatus
-from research.jobs.units import (
+from research.jobs.units.claims import ENDED, LeasedUnits
+from research.jobs.units.common import (
     accepted_plan,
     engine_for,
     engine_name,
@@ -40,6 +38,8 @@ from research.jobs.units import (
     step_results,
     unit_outcome,
 )
+from research.jobs.units.context import JobContext
+from research.jobs.units.leases import lease_kept
 
 
 class RunsFailed(Exception):

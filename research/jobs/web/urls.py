@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from research.jobs import conversation_views, views
+from research.jobs.web import conversation_views, views
 
 urlpatterns = [
     # Failed logins are throttled by django-axes in authenticate() itself (research/settings.py AXES_*).

@@ -252,7 +252,7 @@ def _template_msgids() -> set[str]:
 
 def _python_msgids() -> set[str]:
     found: set[str] = set()
-    for name in ("jobs/forms.py", "jobs/views.py", "jobs/models.py", "jobs/services.py", "knowledge/forms.py",
+    for name in ("jobs/web/forms.py", "jobs/web/views.py", "jobs/models.py", "jobs/services.py", "knowledge/forms.py",
                  "knowledge/views.py", "knowledge/services.py", "knowledge/extract.py", "knowledge/models.py"):
         tree = ast.parse((Path(settings.BASE_DIR) / "research" / name).read_text(encoding="utf-8"))
         for node in ast.walk(tree):

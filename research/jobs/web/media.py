@@ -1,6 +1,6 @@
 """What the job page shows in-page: the podcast with its chapters, PDF page thumbnails, slide thumbnails.
 
-Everything here was made by the render (research/jobs/renders.py) and is read from the database and the
+Everything here was made by the render (research/jobs/units/renders.py) and is read from the database and the
 storage, so any web host answers the same and a page view never opens an MP3, a PDF or a deck.
 """
 

@@ -6,7 +6,7 @@
 - `oneshot_holder`: inside the transaction that writes the outcome, lock the row and make sure this worker
   still holds it (else `LeaseLost`: another worker took it over).
 
-The reaper re-sends lapsed and lost ones (research/jobs/reaper.py).
+The reaper re-sends lapsed and lost ones (research/jobs/units/reaper.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from research.jobs.leases import LeaseLost, lease_deadline
 from research.jobs.models import OneShotUnit, OutputStatus
+from research.jobs.units.leases import LeaseLost, lease_deadline
 
 U = TypeVar("U", bound=OneShotUnit)
 

@@ -6,8 +6,8 @@ import pytest
 
 from research.agents.types import Plan, PlanStep
 from research.jobs import dispatch, services
-from research.jobs.forms import PlanStepFormSet, plan_rows_apply
 from research.jobs.models import JobStep
+from research.jobs.web.forms import PlanStepFormSet, plan_rows_apply
 from tests.support.jobs import TO_REVIEW, job_walk
 
 

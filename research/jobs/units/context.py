@@ -26,8 +26,8 @@ from research.agents.types import (
     ToolError,
 )
 from research.jobs.events import event_emit
-from research.jobs.leases import LeaseLost, lease_current
 from research.jobs.models import LLMCall, ResearchJob, Source
+from research.jobs.units.leases import LeaseLost, lease_current
 
 logger = logging.getLogger(__name__)
 

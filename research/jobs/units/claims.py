@@ -28,9 +28,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from research.jobs.events import event_emit
-from research.jobs.leases import lease_deadline
 from research.jobs.models import JobStatus, LeasedWork, ResearchJob, StepStatus
-from research.jobs.units import now, queue_grace
+from research.jobs.units.common import now, queue_grace
+from research.jobs.units.leases import lease_deadline
 
 ENDED = (StepStatus.DONE, StepStatus.FAILED, StepStatus.CANCELLED)
 

@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 
 from research.asgi import application
 from research.jobs import dispatch, services
-from research.jobs.consumers import JobEventsConsumer
 from research.jobs.events import event_emit
 from research.jobs.models import ResearchJob
+from research.jobs.web.consumers import JobEventsConsumer
 from tests.support.brokers import redis_clients_pointed_at
 
 pytestmark = pytest.mark.django_db(transaction=True)

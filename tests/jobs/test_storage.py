@@ -159,7 +159,7 @@ def test_the_work_dir_of_a_killed_unit_is_removed_by_the_next_one_on_the_host(se
 
 
 def test_the_reaper_removes_work_dirs_of_dead_units_and_old_orphans(settings, tmp_path):
-    from research.jobs.reaper import reap_stale_work
+    from research.jobs.units.reaper import reap_stale_work
 
     settings.MEDIA_ROOT = tmp_path
     left = _killed_render(tmp_path)
@@ -209,7 +209,7 @@ def test_the_job_page_reads_chapters_and_thumbnails_without_opening_the_files(ba
                                                                             tmp_path):
     """Chapters come from the podcast's Artifact.meta (written by the render): the MP3 here is not even an
     MP3, so a page that opened it would find nothing."""
-    from research.jobs.media import job_media
+    from research.jobs.web.media import job_media
 
     job = services.job_create(user=alice, question="What do heat pumps cost?", options={})
     chapters = [{"start": 0.0, "end": 61.5, "title": "Costs"}, {"start": 61.5, "end": 130.0, "title": "Outlook"}]

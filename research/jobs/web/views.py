@@ -23,8 +23,10 @@ from research.agents.depth import DEFAULT_RUNS
 from research.agents.types import Plan
 from research.errors import error_text
 from research.jobs import selectors, services, storage
-from research.jobs.failures import failure_explain, search_advice, search_unreachable_text
-from research.jobs.forms import (
+from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
+from research.jobs.search_check import search_check_latest
+from research.jobs.web.failures import failure_explain, search_advice, search_unreachable_text
+from research.jobs.web.forms import (
     JobCreateForm,
     PlanMetaForm,
     PlanStepFormSet,
@@ -35,9 +37,7 @@ from research.jobs.forms import (
     plan_rows_from_post,
     report_markdown_problem,
 )
-from research.jobs.media import job_media
-from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
-from research.jobs.search_check import search_check_latest
+from research.jobs.web.media import job_media
 from research.ratelimit import ratelimited
 from research.render.html import markdown_to_html, report_html_cached
 

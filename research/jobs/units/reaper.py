@@ -28,10 +28,10 @@ from research.jobs.models import (
     ReportEditCheck,
     ResearchJob,
 )
-from research.jobs.runs import runs_requeue_stale
 from research.jobs.states import job_set_status
-from research.jobs.steps import steps_requeue_stale
-from research.jobs.units import now, queue_grace
+from research.jobs.units.common import now, queue_grace
+from research.jobs.units.runs import runs_requeue_stale
+from research.jobs.units.steps import steps_requeue_stale
 from research.knowledge.services import document_requeue_stale
 
 

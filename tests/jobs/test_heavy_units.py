@@ -13,10 +13,11 @@ import pytest
 from django.utils import timezone
 
 from research.agents.types import Plan, PlanStep
-from research.jobs import dispatch, runs, services, stages, steps
+from research.jobs import dispatch, services
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
-from research.jobs.reaper import reap_stale_work
 from research.jobs.selectors import job_summary
+from research.jobs.units import runs, stages, steps
+from research.jobs.units.reaper import reap_stale_work
 from tests.support.jobs import TO_REVIEW, job_walk
 
 

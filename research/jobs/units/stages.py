@@ -22,13 +22,13 @@ from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
 from research.agents.verify import model_judge, report_check
 from research.jobs.artifacts import artifact_save_bytes
-from research.jobs.context import JobContext
 from research.jobs.events import event_emit
-from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
 from research.jobs.models import WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
 from research.jobs.services import plan_start, plan_version_create, renders_queue, report_version_create
 from research.jobs.states import job_set_status
-from research.jobs.units import accepted_plan, engine_for, now, short, step_results, still_wanted
+from research.jobs.units.common import accepted_plan, engine_for, now, short, step_results, still_wanted
+from research.jobs.units.context import JobContext
+from research.jobs.units.leases import LeaseLost, lease_deadline, lease_kept
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from research.agents.engines import ENGINE_NAMES, get_engine
 from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
-from research.jobs.leases import LeaseLost, lease_check
 from research.jobs.models import TERMINAL_STATUSES, JobStep, ResearchJob, StepStatus
+from research.jobs.units.leases import LeaseLost, lease_check
 
 logger = logging.getLogger(__name__)
 

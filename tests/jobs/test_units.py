@@ -25,10 +25,11 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
-from research.jobs.reaper import reap_stale_work
-from research.jobs.renders import render_claim
-from research.jobs.stages import stage_claim
-from research.jobs.steps import job_schedule, step_claim
+from research.jobs.units import edit_check
+from research.jobs.units.reaper import reap_stale_work
+from research.jobs.units.renders import render_claim
+from research.jobs.units.stages import stage_claim
+from research.jobs.units.steps import job_schedule, step_claim
 from tests.support.jobs import TO_REVIEW, job_walk
 
 
@@ -268,8 +269,8 @@ def test_a_requeued_check_is_redone_once_and_saves_one_version(alice, sent):
     check = _edit_check(alice, status=OutputStatus.RUNNING, attempts=1,
                         lease_until=timezone.now() - timedelta(seconds=1), lease_token="dead")
     reap_stale_work()
-    services.report_edit_check_run(check_id=check.pk)
-    services.report_edit_check_run(check_id=check.pk)  # a duplicate delivery changes nothing
+    edit_check.report_edit_check_run(check_id=check.pk)
+    edit_check.report_edit_check_run(check_id=check.pk)  # a duplicate delivery changes nothing
     check.refresh_from_db()
     assert (check.status, check.attempts, check.version, check.lease_token) == (OutputStatus.DONE, 2, 2, "")
     assert check.job.report_versions.count() == 2
@@ -280,7 +281,7 @@ def test_a_requeued_check_is_redone_once_and_saves_one_version(alice, sent):
 def test_a_check_lost_max_attempts_times_fails_with_the_reason(alice, sent, settings):
     settings.STEP_MAX_ATTEMPTS = 3
     check = _edit_check(alice, status=OutputStatus.PENDING, attempts=3)
-    services.report_edit_check_run(check_id=check.pk)
+    edit_check.report_edit_check_run(check_id=check.pk)
     check.refresh_from_db()
     assert check.status == OutputStatus.FAILED and check.finished_at is not None
     assert "gave up after 3 attempts" in check.error and "Save it again" in check.error
@@ -290,9 +291,9 @@ def test_a_check_lost_max_attempts_times_fails_with_the_reason(alice, sent, sett
 
 
 def test_a_replaced_edit_check_holder_cannot_save_the_edit(alice, sent):
-    from research.jobs.leases import LeaseLost
-    from research.jobs.oneshots import oneshot_holder
-    from research.jobs.services import _edit_check_claim
+    from research.jobs.units.edit_check import _edit_check_claim
+    from research.jobs.units.leases import LeaseLost
+    from research.jobs.units.oneshots import oneshot_holder
 
     check = _edit_check(alice)
     _, old_token = _edit_check_claim(check.pk)  # type: ignore[misc]
@@ -332,7 +333,7 @@ def test_reaper_requeues_a_followup_whose_worker_died_and_resends_one_whose_mess
 
 @pytest.mark.django_db(transaction=True)
 def test_a_followup_lost_max_attempts_times_fails_with_the_reason(alice, sent, settings):
-    from research.jobs.followups import followup_run
+    from research.jobs.units.followups import followup_run
 
     settings.STEP_MAX_ATTEMPTS = 3
     followup = _followup(alice, attempts=3)
@@ -344,9 +345,9 @@ def test_a_followup_lost_max_attempts_times_fails_with_the_reason(alice, sent, s
 
 
 def test_a_replaced_followup_holder_cannot_write_the_answer(alice, sent):
-    from research.jobs.followups import _followup_claim
-    from research.jobs.leases import LeaseLost
-    from research.jobs.oneshots import oneshot_holder
+    from research.jobs.units.followups import _followup_claim
+    from research.jobs.units.leases import LeaseLost
+    from research.jobs.units.oneshots import oneshot_holder
 
     followup = _followup(alice)
     _, old_token = _followup_claim(followup.pk)  # type: ignore[misc]
@@ -370,8 +371,8 @@ def _take_over(model: type, pk: int, field: str) -> None:
 
 
 def test_a_replaced_render_holder_cannot_record_its_outcome(alice, sent):
-    from research.jobs.leases import LeaseLost
-    from research.jobs.renders import _render_holder
+    from research.jobs.units.leases import LeaseLost
+    from research.jobs.units.renders import _render_holder
 
     job = services.job_create(user=alice, question="q?", options={"outputs": "pdf"})
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.RENDERING)
@@ -388,9 +389,9 @@ def test_a_replaced_render_holder_cannot_record_its_outcome(alice, sent):
 
 @pytest.mark.django_db(transaction=True)  # lease_kept's thread uses its own connection
 def test_a_replaced_stage_holder_cannot_end_the_stage_or_release_the_new_lease(alice, sent):
-    from research.jobs.leases import LeaseLost, lease_kept
-    from research.jobs.stages import stage_release
-    from research.jobs.units import still_wanted
+    from research.jobs.units.common import still_wanted
+    from research.jobs.units.leases import LeaseLost, lease_kept
+    from research.jobs.units.stages import stage_release
 
     job = services.job_create(user=alice, question="q?", options={})
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.PLANNING)
@@ -415,8 +416,8 @@ def test_a_replaced_stage_holder_cannot_end_the_stage_or_release_the_new_lease(a
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_notices_a_lost_lease_and_the_next_checkpoint_stops(alice, sent, settings):
-    from research.jobs.context import JobContext
-    from research.jobs.leases import LeaseLost, lease_kept
+    from research.jobs.units.context import JobContext
+    from research.jobs.units.leases import LeaseLost, lease_kept
 
     settings.STEP_LEASE_S = 1  # renewals every 0.25 s
     job = researching_job(alice, [PlanStep(id="a", title="A")])

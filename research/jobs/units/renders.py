@@ -21,12 +21,12 @@ from django.db import transaction
 
 from research.jobs import storage
 from research.jobs.artifacts import artifact_save_file
-from research.jobs.context import JobContext
 from research.jobs.events import event_emit
-from research.jobs.leases import LeaseLost, lease_deadline, lease_kept
 from research.jobs.models import JobStatus, OutputRender, OutputStatus, ResearchJob
 from research.jobs.states import job_set_status
-from research.jobs.units import engine_for, now, short
+from research.jobs.units.common import engine_for, now, short
+from research.jobs.units.context import JobContext
+from research.jobs.units.leases import LeaseLost, lease_deadline, lease_kept
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from research.agents.types import MAX_CLARIFY_QUESTIONS
 from research.errors import error_text
-from research.jobs import conversation, followups, selectors
+from research.jobs import conversation, selectors
 from research.jobs.services import InvalidAction
 
 
@@ -46,7 +46,7 @@ def job_research_anyway(request: HttpRequest, job_id: int) -> HttpResponse:
 def job_followup(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     try:
-        followup = followups.followup_ask(job=job, question=request.POST.get("question", ""))
+        followup = conversation.followup_ask(job=job, question=request.POST.get("question", ""))
     except (InvalidAction, ValidationError) as exc:
         messages.error(request, error_text(exc))
         return redirect("job_detail", job_id=job.pk)
@@ -58,7 +58,7 @@ def job_followup(request: HttpRequest, job_id: int) -> HttpResponse:
 def job_followup_fold(request: HttpRequest, job_id: int, number: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     try:
-        version = followups.followup_fold(job=job, number=number)
+        version = conversation.followup_fold(job=job, number=number)
     except (InvalidAction, ValidationError) as exc:
         messages.error(request, error_text(exc))
     else:

@@ -1,0 +1,1 @@
+"""The web side of jobs: pages, forms, the job WebSocket, request limits."""
