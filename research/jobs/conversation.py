@@ -77,8 +77,8 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
         raise InvalidAction(_("This follow-up has no answer yet."))
     if followup.folded_into:
         raise InvalidAction(_("This answer is already in the report."))
-    from research.agents.citations import strip_references_section
     from research.jobs.selectors import report_in_registry_numbers, report_latest
+    from research.report.citations import strip_references_section
 
     report = report_latest(job=job)
     if report is None:

@@ -1,6 +1,6 @@
 """Derive a slide outline and a two-host podcast script from a report, with no model.
 
-Both read the one parse of the report (`research.render.document.parse_report`): every bullet
+Both read the one parse of the report (`research.report.document.parse_report`): every bullet
 is one report sentence carrying that sentence's own citation markers, and the podcast speaks
 only content sentences (no engine notes, empty-section fillers or reference lists). Everything
 here is extractive: it reorganizes the report's sentences, it never invents content.
@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from research import textre
-from research.agents.citations import find_citation_markers
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
-from research.render.document import ReportDocument, Section, Sentence, is_aside, parse_report
-from research.render.html import is_reference_heading
+from research.report.citations import find_citation_markers
+from research.report.document import ReportDocument, Section, Sentence, is_aside, parse_report
+from research.report.references import is_references_heading as is_reference_heading
 
 MAX_BULLETS = 5
 MIN_CONTINUATION_ITEMS = 3  # a continuation slide with fewer items is merged into its neighbour

@@ -33,8 +33,8 @@ from research import textre
 from research.agents.text import is_chinese
 from research.agents.types import Slide, SlideOutline
 from research.render.derive import reference_items, shorten, slide_outline
-from research.render.document import ReportDocument, parse_report
-from research.render.html import safe_figure_name
+from research.report.document import ReportDocument, parse_report
+from research.report.links import safe_figure_name
 
 SLIDE_W = Inches(13.333)
 SLIDE_H = Inches(7.5)

@@ -19,9 +19,9 @@ from research.render.derive import (
     script_from_model,
     script_problems,
 )
-from research.render.document import parse_report
 from research.render.podcast import PodcastError, expected_duration_s, render_podcast
 from research.render.tts import EspeakTTS, TTSError, choose_backend, speech_segments
+from research.report.document import parse_report
 from tests.render.reports import all_reports
 
 EN_SCRIPT = PodcastScript(

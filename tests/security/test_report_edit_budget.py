@@ -16,11 +16,11 @@ import pytest
 from django.urls import reverse
 
 from research.agents.types import SourceRef
-from research.agents.verify import report_check
 from research.jobs import services
 from research.jobs.models import JobEvent, JobStatus, ReportEditCheck, ResearchJob, Source
 from research.jobs.models import OutputStatus as Status
 from research.jobs.units import edit_check
+from research.report.check import report_check
 from tests.support.procs import AsgiServer
 
 PLAIN = "The market grew 12% in 2024 [4], driven by demand (see Table 2); analysts expect more.\n"

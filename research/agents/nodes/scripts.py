@@ -10,11 +10,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from research.agents.citations import FIGURE_REF
 from research.agents.nodes.model import ANSWER_RESERVE, ChatModel, StructuredOutputError, require_model, truncate_tokens
 from research.agents.prompts import load_prompt
 from research.agents.text import detect_locale
 from research.agents.types import AgentContext, PodcastScript, SlideOutline
+from research.report.citations import FIGURE_REF
 
 logger = logging.getLogger(__name__)
 

@@ -17,10 +17,8 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
-from research.agents.citations import finalize_report
 from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
-from research.agents.verify import model_judge, report_check
 from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.events import event_emit
 from research.jobs.models import WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
@@ -29,6 +27,8 @@ from research.jobs.states import job_set_status
 from research.jobs.units.common import accepted_plan, engine_for, now, short, step_results, still_wanted
 from research.jobs.units.context import JobContext
 from research.jobs.units.leases import LeaseLost, lease_deadline, lease_kept
+from research.report.check import model_judge, report_check
+from research.report.citations import finalize_report
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from research.agents.citations import strip_citations
 from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import StepResult
 from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
@@ -34,6 +33,7 @@ from research.jobs.units.common import (
 from research.jobs.units.context import JobContext
 from research.jobs.units.leases import lease_kept
 from research.jobs.units.runs import runs_fan_out, runs_synthesize, step_is_heavy
+from research.report.citations import strip_citations
 
 logger = logging.getLogger(__name__)
 
