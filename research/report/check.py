@@ -34,7 +34,7 @@ from research import textre
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 from research.ir import tokenize
-from research.report.body import GONE, PLACEHOLDER, protected_parts, restore_code
+from research.report.body import GONE, protected_parts, restore_code
 from research.report.citations import CITATION, DROPPED_MARK, citation_numbers, references_markdown
 from research.report.claims import (
     SUPPORTED,
@@ -262,7 +262,7 @@ def report_check(
     result = CheckResult(markdown="")
     order: list[int] = []  # registry numbers in order of first use
 
-    unlinked = unlink(report_body(markdown).rstrip(), policy, lost=_LOST, gone=_GONE)
+    unlinked = unlink(_without_note(report_body(markdown)).rstrip(), policy, lost=_LOST, gone=_GONE)
     parts, codes, bare_removed = protected_parts(unlinked.markdown, known_urls)
     result.removed_links += unlinked.removed + bare_removed
     for index, (part, is_code) in enumerate(parts):
@@ -327,7 +327,7 @@ def _check_part(
         if new != line:
             trail = line[len(line.rstrip()) :]  # a hard break ("  ") stays
             new = (new if new[:1].isspace() else new.lstrip()).rstrip() + trail
-        if line.strip() and not plain_text(restore_code(new, [])) and not (new == line and PLACEHOLDER in line):
+        if line.strip() and new != line and not plain_text(restore_code(new, [])):
             dropped = True
             continue  # the whole line was an unsupported claim (or a bullet left empty)
         if dropped and not new.strip() and (not lines_out or not lines_out[-1].strip()):
@@ -335,6 +335,15 @@ def _check_part(
         dropped = False
         lines_out.append(new)
     return "\n".join(lines_out)
+
+
+def _without_note(body: str) -> str:
+    """The body without an earlier check's note (`_note`): a checked report checked again gets one note."""
+    if "_Verification: " not in body and "_核查：" not in body:
+        return body
+    lines = body.split("\n")
+    kept = [line for line in lines if not (line.startswith(("_Verification: ", "_核查：")) and line.endswith(("._", "。_")))]
+    return "\n".join(kept)
 
 
 def _unmark(text: str) -> str:

@@ -117,7 +117,7 @@ def _has_bad_link(block: Block, policy: LinkPolicy) -> bool:
 
 
 def _pass(text: str, policy: LinkPolicy, lost: str, gone: str) -> tuple[str, int]:
-    tokens, env = parse(text)
+    tokens, env = parse(text, every_link=True)
     source = SourceMap(text)
     edits: list[tuple[int, int, str]] = []
     for definition in env.get("references", {}).values():

@@ -50,26 +50,33 @@ def _spanned(rule: Callable[[StateInline, bool], bool], name: str) -> Callable[[
     return wrapped
 
 
-def new_parser() -> MarkdownIt:
-    """A fresh parser in the project's configuration (the renderer adds its own core and render rules)."""
+def new_parser(*, every_link: bool = False) -> MarkdownIt:
+    """A fresh parser in the project's configuration (the renderer adds its own core and render rules).
+
+    `every_link`: also read `[t](javascript:…)` and other destinations markdown-it refuses to link
+    as links, so the link policy can unlink them in the Markdown too (another viewer of report.md
+    might link them); the renderer keeps markdown-it's refusal.
+    """
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.core.ruler.push("research_raw_html", raw_html_rule)
     rules = {rule.name: rule.fn for rule in md.inline.ruler.__rules__}
     for name in _SPANNED:
         md.inline.ruler.at(name, _spanned(rules[name], name))  # type: ignore[arg-type]
+    if every_link:
+        md.validateLink = lambda url: True  # type: ignore[method-assign]
     return md
 
 
-@lru_cache(maxsize=1)
-def parser() -> MarkdownIt:
-    return new_parser()
+@lru_cache(maxsize=2)
+def parser(*, every_link: bool = False) -> MarkdownIt:
+    return new_parser(every_link=every_link)
 
 
-def parse(md: str) -> tuple[list[Token], dict[str, Any]]:
+def parse(md: str, *, every_link: bool = False) -> tuple[list[Token], dict[str, Any]]:
     """The block tokens of `md` (inline children parsed) and markdown-it's env (reference definitions)."""
     env: dict[str, Any] = {}
-    return parser().parse(md, env), env
+    return parser(every_link=every_link).parse(md, env), env
 
 
 def normalized(md: str) -> str:
