@@ -168,12 +168,12 @@ def job_summary(*, job: ResearchJob) -> dict[str, Any]:
     }
 
 
-def report_seen_references(*, job: ResearchJob) -> list[Entry]:
-    """The references list a user editing the report sees: the latest version's (empty without one)."""
+def report_seen_references(*, job: ResearchJob) -> list[Entry] | None:
+    """The references list a user editing the report sees: the latest version's (None: it has none)."""
     from research.report.references import references_entries
 
     latest = job.report_versions.order_by("-number").values_list("markdown", flat=True).first()
-    return (references_entries(latest) or []) if latest else []
+    return references_entries(latest) if latest else None
 
 
 def report_unknown_citations(*, job: ResearchJob, markdown: str) -> list[int]:

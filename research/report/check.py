@@ -35,7 +35,13 @@ from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 from research.ir import tokenize
 from research.report.body import GONE, protected_parts, restore_code
-from research.report.citations import CITATION, DROPPED_MARK, citation_numbers, references_markdown
+from research.report.citations import (
+    CITATION,
+    DROPPED_MARK,
+    citation_numbers,
+    find_citation_markers,
+    references_markdown,
+)
 from research.report.claims import (
     SUPPORTED,
     SURE_UNCITED,
@@ -262,7 +268,8 @@ def report_check(
     result = CheckResult(markdown="")
     order: list[int] = []  # registry numbers in order of first use
 
-    unlinked = unlink(_without_note(report_body(markdown)).rstrip(), policy, lost=_LOST, gone=_GONE)
+    body, earlier = _without_note(report_body(markdown))
+    unlinked = unlink(body.rstrip(), policy, lost=_LOST, gone=_GONE)
     parts, codes, bare_removed = protected_parts(unlinked.markdown, known_urls)
     result.removed_links += unlinked.removed + bare_removed
     for index, (part, is_code) in enumerate(parts):
@@ -270,6 +277,9 @@ def report_check(
             parts[index] = (_check_part(part, mapping, sources, evidence, judge, remove_sure, result, order, marker),
                             False)
 
+    # A citation on a line the check dropped cites nothing: only those left in the text are listed.
+    present = {n for part, is_code in parts if not is_code for m in find_citation_markers(part) for n in m.numbers}
+    order[:] = [n for n in order if n in present]
     # Renumber 1..n in order of first use (code, hidden or set aside, is never touched).
     renumber = {old: new for new, old in enumerate(order, start=1)}
     body = "".join(
@@ -280,7 +290,7 @@ def report_check(
         for part, is_code in parts
     )
     body = restore_code(body, codes).rstrip() + "\n"
-    note = _note(result, zh)
+    note = _note(result, zh) or earlier  # checked again with nothing new to say: the earlier note stands
     if note:
         body += "\n" + note + "\n"
     by_number = {s.number: s for s in sources}
@@ -337,13 +347,14 @@ def _check_part(
     return "\n".join(lines_out)
 
 
-def _without_note(body: str) -> str:
-    """The body without an earlier check's note (`_note`): a checked report checked again gets one note."""
+def _without_note(body: str) -> tuple[str, str]:
+    """The body without an earlier check's note (`_note`), and that note: a report checked again gets one note."""
     if "_Verification: " not in body and "_核查：" not in body:
-        return body
-    lines = body.split("\n")
-    kept = [line for line in lines if not (line.startswith(("_Verification: ", "_核查：")) and line.endswith(("._", "。_")))]
-    return "\n".join(kept)
+        return body, ""
+    notes = [line for line in body.split("\n")
+             if line.startswith(("_Verification: ", "_核查：")) and line.endswith(("._", "。_"))]
+    kept = [line for line in body.split("\n") if line not in notes]
+    return "\n".join(kept), notes[-1] if notes else ""
 
 
 def _unmark(text: str) -> str:

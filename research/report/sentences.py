@@ -20,7 +20,7 @@ _CJK_TERMINATORS = "。！？"
 _TERMINATORS = ".!?" + _CJK_TERMINATORS
 _CLOSERS = "\"'”’)）」』】"
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs al approx est dept "
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs al approx est dept gov "
     "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.u p.m a.m ph.d".split()
 )
 _INITIALS = textre.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
@@ -92,8 +92,17 @@ def _clean(text: str) -> str:
     return _BLANK_RUN.sub(join, text)
 
 
-def split_marked_text(text: str, markers: list[tuple[int, ...]]) -> list[Sentence]:
-    """Split text holding one `_SENTINEL` per entry of `markers` into sentences with their citations."""
+_FOOTNOTE = textre.compile(r"\[[^\[\]\s]{1,12}\]")  # [12], [a]; [note 3] is not one (it has a blank)
+
+
+def sentence_bounds(text: str, *, footnotes: bool = False) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of a block of plain text: the one boundary rule.
+
+    A sentence ends after `.!?` (with closing quotes) followed by a blank and no lower-case word,
+    unless the word before the dot is an abbreviation or an initial; or after `。！？`. Citation
+    stand-ins (`_SENTINEL`) and, with `footnotes`, `[3]`-style markers right after the punctuation
+    belong to the sentence they follow. "3.5" and "e.g.x" are no boundaries; the end of the text is.
+    """
     bounds: list[tuple[int, int]] = []
     start, i, n = 0, 0, len(text)
     while i < n:
@@ -105,6 +114,8 @@ def split_marked_text(text: str, markers: list[tuple[int, ...]]) -> list[Sentenc
             j += 1
         while j < n and text[j] in _CLOSERS:
             j += 1
+        while footnotes and (m := _FOOTNOTE.match(text, j)) is not None:
+            j = m.end()
         # Markers after the final punctuation belong to this sentence.
         k = j
         while k < n and (text[k].isspace() or text[k] == _SENTINEL):
@@ -127,6 +138,12 @@ def split_marked_text(text: str, markers: list[tuple[int, ...]]) -> list[Sentenc
         i = j
     if start < n:
         bounds.append((start, n))
+    return bounds
+
+
+def split_marked_text(text: str, markers: list[tuple[int, ...]]) -> list[Sentence]:
+    """Split text holding one `_SENTINEL` per entry of `markers` into sentences with their citations."""
+    bounds = sentence_bounds(text)
     sentences: list[Sentence] = []
     used = 0
     for a, b in bounds:
@@ -166,9 +183,10 @@ def line_sentences(line: str) -> list[tuple[int, int]]:
             j += 1
         while (cite := TRAILING_CITATION.match(line, j)) is not None:
             j = cite.end()
-        for marker in MARKERS:
-            if line.startswith(marker, j) or line.startswith(marker.strip(), j):
-                j += len(marker) if line.startswith(marker, j) else len(marker.strip())
+        for marker in (MARKER_EN, *MARKERS):  # the check's mark, with its blank, stays on its sentence
+            if line.startswith(marker, j):
+                j += len(marker)
+                break
         if cjk_stop or j >= n or line[j].isspace():
             if not cjk_stop and j < n and line[j:].lstrip()[:1].islower():
                 i = j
