@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from research import textre
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
-from research.report.citations import find_citation_markers
+from research.report.carry import carried
+from research.report.citations import find_citation_markers, strip_citations
 from research.report.document import ReportDocument, Section, Sentence, is_aside, parse_report
 from research.report.references import is_references_heading as is_reference_heading
 
@@ -149,7 +150,7 @@ def _join(parts: list[str]) -> str:
     out = ""
     for part in parts:
         part = part.strip()
-        if out and part and not textre.search(r"[。！？；：，]$|[。！？](?:\[\d+\])+$", out):
+        if out and part and strip_citations(out).rstrip()[-1:] not in "。！？；：，":
             out += " "
         out += part
     return out
@@ -510,20 +511,27 @@ _STOCK = textre.compile(r"^(?:interesting|right|ok(?:ay)?|great|i see|wow|很有
 
 def repair_script(script: PodcastScript, doc: ReportDocument | None = None) -> PodcastScript:
     """Make a script (usually the model's) safe to speak: tidy punctuation, no markers or URLs, no
-    disclaimers or reference lists, no repeated or stock filler lines, speakers taking turns, every
-    line in a chapter. Raises `ScriptProblem` when too little is left."""
+    disclaimers or reference lists, no repeated or stock filler lines, only lines that carry a sentence
+    of `doc` (research.report.carry; the first and last lines and questions frame the talk and are
+    exempt), speakers taking turns, every line in a chapter. Raises
+    `ScriptProblem` when too little is left."""
     zh = _is_zh(script.locale)
     references = {textre.sub(r"\W+", "", r.title.lower()) for r in doc.references} if doc else set()
+    sentences = doc.sentences() if doc else None
     lines: list[PodcastLine] = []
     seen: set[str] = set()
     section = ""
-    for line in script.lines:
+    last = len(script.lines) - 1
+    for index, line in enumerate(script.lines):
         text = tidy_line(line.text, zh)
+        # The opening and closing lines and the host's questions frame the talk; every other line must
+        # carry a sentence of the report.
+        framing = index in (0, last) or text.endswith(("?", "？"))
         key = textre.sub(r"\W+", "", text.lower())
         if not key or key in seen or is_aside(text) or _STOCK.match(text) or key in references:
             continue
-        if textre.search(r"(?:^|\s)(?:references?|参考文献)\s*[:：]", text, textre.I):
-            continue
+        if _names_references(text) or (sentences is not None and not framing and carried(text, sentences) is None):
+            continue  # a reference list read aloud, or a line that says nothing the report says
         seen.add(key)
         section = (line.section or section or _t(zh, "Introduction", "开场")).strip()
         if lines and lines[-1].speaker == line.speaker and lines[-1].section == section:
@@ -534,6 +542,12 @@ def repair_script(script: PodcastScript, doc: ReportDocument | None = None) -> P
     if len(lines) < 4 or len({line.speaker for line in lines}) < 2:
         raise ScriptProblem(f"only {len(lines)} usable lines from {len(script.lines)} (or a single speaker)")
     return script.model_copy(update={"lines": lines, "title": tidy_line(script.title, zh).rstrip("。.")})
+
+
+def _names_references(text: str) -> bool:
+    """ "References: …" / "参考文献：…": the words before a colon name a references list."""
+    chunks = text.replace("：", ":").split(":")[:-1]
+    return any(is_reference_heading(" ".join(c.split()[-n:])) for c in chunks for n in (1, 2))
 
 
 def script_problems(script: PodcastScript) -> list[str]:
