@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from research import textre
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
 from research.report.carry import carried
-from research.report.citations import find_citation_markers, strip_citations
+from research.report.citations import CITATION, find_citation_markers, strip_citations
 from research.report.document import ReportDocument, Section, Sentence, is_aside, parse_report
 from research.report.references import is_references_heading as is_reference_heading
 
@@ -381,14 +381,12 @@ _LEADS_ZH = ("对，而且", "此外，", "还有一点值得注意：", "另外
 _AFTER_LEAD_LOWER = textre.compile(r"^(?:A|An|The|In|On|At|By|For|Most|Some|Many|Analysts|Because|This|These|Its)\b")
 
 
-# RE2 has no lookaround: the context is matched as a group and put back.
-_CITE_MARK = textre.compile(r"(!?)\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](\(?)")  # not an image, not a link
 _ZH_STOP = textre.compile(r"。[.。]+|([\u3400-\u9fff])\.(\s|$)")  # 。。 / 中文. -> 。
 
 
 def tidy_line(text: str, zh: bool) -> str:
     """Spoken text: no markers or Markdown, one final punctuation mark ("？。" → "？"), no doubled marks."""
-    text = _CITE_MARK.sub(lambda m: m.group(0) if m.group(1) or m.group(2) else "", text)
+    text = CITATION.sub("", text)  # the report's grammar: never an image or a link
     text = textre.sub(r"[*_`#>]+", "", text)
     text = textre.sub(r"https?://\S+", "", text)
     text = textre.sub(r"\s+", " ", text).strip()
@@ -561,7 +559,8 @@ def script_problems(script: PodcastScript) -> list[str]:
         seen.setdefault(key, number)
         if is_aside(line.text) or _STOCK.match(line.text):
             problems.append(f"line {number} is filler: {line.text[:60]!r}")
-        if textre.search(r"[？?！!。.][。.](?:[^.]|$)|[，,][。.]|\[\d+\]|https?://", line.text):
+        markup = find_citation_markers(line.text)
+        if markup or textre.search(r"[？?！!。.][。.](?:[^.]|$)|[，,][。.]|https?://", line.text):
             problems.append(f"line {number} has bad punctuation or markup: {line.text[:60]!r}")
         if line.text[-1:] not in ".!?。！？…\"”'’)）":
             problems.append(f"line {number} does not end a sentence: {line.text[-30:]!r}")

@@ -6,6 +6,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from research.report.links import LinkPolicy, url_key
+
+__all__ = ["GOOD", "POLICY", "allowed_href", "html_targets", "markdown_links", "pdf_uris", "url_key"]
 from research.report.markdown import parse
 
 GOOD = "https://good.example/a"

@@ -37,6 +37,7 @@ from research.agents.types import (
     StepResult,
     ToolError,
 )
+from research.report.citations import strip_citations
 
 # ---------------------------------------------------------------- coordinator
 
@@ -282,7 +283,6 @@ def _number_strings(sentence: str) -> list[str]:
     return found
 
 
-_CITATION = textre.compile(r"\[\d{1,4}(?:\s*,\s*\d{1,4})*\]")
 
 
 def _numbers(sentences: Sequence[str], limit: int = 200) -> list[float]:
@@ -1007,7 +1007,7 @@ class OfflineEngine:
         for result in prior:
             quoted = [s["text"] for s in _notes_sentences(result)]
             # Without ranked sentences (another engine's result), read its text minus the [n] markers.
-            sentences += quoted or [_CITATION.sub(" ", result.report_md)]
+            sentences += quoted or [strip_citations(result.report_md)]
         values = _numbers(sentences)
         notes: dict[str, Any] = {"engine": self.name, "values": values}
         if not values:

@@ -72,14 +72,12 @@ def _carrying_slides(outline: SlideOutline, report_md: str, locale: str, known: 
             sentence = carried(bullet, sentences)
             if sentence is not None:
                 bullets.append(with_citations(bullet, sentence))
-        if len(slides) >= most:
-            break
         kept += len(bullets)
         if bullets or (figure in known) or slide.table:
             slides.append(slide.model_copy(update={"bullets": bullets, "figure": figure if figure in known else None}))
     if not slides or kept < max(2, written // 2):
         return None
-    return outline.model_copy(update={"slides": slides})
+    return outline.model_copy(update={"slides": slides[:most]})
 
 
 def _messages(llm: ChatModel, agent: str, locale: str, report_md: str, figures: Sequence[str]) -> list[dict[str, Any]]:
