@@ -160,7 +160,8 @@ class LLMClient:
         on_delta: Callable[[str], None] | None = None,
         seed: int | None = None,
     ) -> ChatResult:
-        """One chat completion, retried on transient failures; see the module docstring.
+        """One chat completion, fitted into the context window and retried on transient failures
+        (research.llm.transport); every call, ok or failed, is reported to ``on_call``.
         ``seed`` is sent as the sampling seed (vLLM, llama.cpp and OpenAI honour it), so the
         parallel runs of a heavy step sample apart yet reproducibly."""
         started = time.monotonic()

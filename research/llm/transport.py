@@ -19,7 +19,7 @@ import httpx
 from research.llm.messages import text_of
 from research.llm.parsing import names_response_format, one_line
 from research.llm.stream import DeltaSink
-from research.llm.types import LLMBadRequest, LLMUnavailable, RawReply, Retryable
+from research.llm.types import LLMBadRequest, LLMUnavailable, RawReply
 from research.tls import tls_context
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,15 @@ log = logging.getLogger(__name__)
 _ERROR_BODY_LIMIT = 64 * 1024
 _RESPONSE_LIMIT = 32 * 1024 * 1024
 _TOKEN_KEYS = ("content", "reasoning_content", "reasoning", "tool_calls")
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (connection, timeout, 408/425/429, 5xx, a broken stream);
+    the retry loop turns the last one into ``LLMUnavailable``."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Transport:
@@ -77,7 +86,7 @@ class Transport:
                 sink.begin_attempt()
             try:
                 return self._attempt(url, body, sink)
-            except Retryable as e:
+            except _Retryable as e:
                 last = str(e)
                 if attempt >= self.max_retries:
                     break
@@ -105,13 +114,13 @@ class Transport:
                     return self._read_sse(resp, deadline, sink)
                 raw_body = self._read_body(resp, deadline, _RESPONSE_LIMIT)
         except httpx.TimeoutException as e:
-            raise Retryable(f"timeout ({type(e).__name__})") from e
+            raise _Retryable(f"timeout ({type(e).__name__})") from e
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
-            raise Retryable(f"{type(e).__name__}: {e}") from e
+            raise _Retryable(f"{type(e).__name__}: {e}") from e
         try:
             data = json.loads(raw_body)
         except ValueError as e:
-            raise Retryable("the server answered with invalid JSON") from e
+            raise _Retryable("the server answered with invalid JSON") from e
         return parse_completion(data)
 
     @staticmethod
@@ -122,7 +131,7 @@ class Transport:
             chunks.append(chunk)
             size += len(chunk)
             if time.monotonic() > deadline:
-                raise Retryable("deadline exceeded while reading the answer")
+                raise _Retryable("deadline exceeded while reading the answer")
             if size > limit:
                 break
         return b"".join(chunks)
@@ -143,7 +152,7 @@ class Transport:
                     retry_after = max(0.0, float(header))
                 except ValueError:
                     retry_after = None  # an HTTP date: fall back to our own backoff
-            raise Retryable(f"HTTP {status}: {message}", retry_after)
+            raise _Retryable(f"HTTP {status}: {message}", retry_after)
         raise LLMBadRequest(f"HTTP {status}: {message}", status=status)
 
     def _read_sse(self, resp: httpx.Response, deadline: float, sink: DeltaSink) -> RawReply:
@@ -154,7 +163,7 @@ class Transport:
         done = False
         for line in resp.iter_lines():
             if time.monotonic() > deadline:
-                raise Retryable("stream deadline exceeded")
+                raise _Retryable("stream deadline exceeded")
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
@@ -164,7 +173,7 @@ class Transport:
             try:
                 chunk = json.loads(data)
             except ValueError as e:
-                raise Retryable("invalid SSE chunk") from e
+                raise _Retryable("invalid SSE chunk") from e
             if not isinstance(chunk, dict):
                 continue
             if chunk.get("error"):
@@ -173,7 +182,7 @@ class Transport:
                 code = err.get("code") if isinstance(err, dict) else None
                 if isinstance(code, int) and 400 <= code < 500 and code not in (408, 429):
                     raise LLMBadRequest(f"HTTP {code}: {msg}", status=code)
-                raise Retryable(f"error in stream: {msg}")
+                raise _Retryable(f"error in stream: {msg}")
             raw.model = chunk.get("model") or raw.model
             if not raw.first_token_at and any(
                 (c.get("delta") or {}).get(k) for c in chunk.get("choices") or [] for k in _TOKEN_KEYS
@@ -206,7 +215,7 @@ class Transport:
                 if choice.get("finish_reason"):
                     raw.finish_reason = choice["finish_reason"]
         if not done and not raw.finish_reason:
-            raise Retryable("the stream ended before it was complete")
+            raise _Retryable("the stream ended before it was complete")
         sink.end()
         raw.content = "".join(content)
         raw.reasoning = "".join(reasoning)
@@ -240,7 +249,7 @@ def error_message(raw: bytes) -> str:
 
 def parse_completion(data: Any) -> RawReply:
     if not isinstance(data, dict) or not data.get("choices"):
-        raise Retryable("the answer has no choices")
+        raise _Retryable("the answer has no choices")
     choice = data["choices"][0] or {}
     message = choice.get("message") or {}
     calls = []

@@ -81,15 +81,6 @@ class StructuredOutputError(LLMError):
         self.attempts = attempts
 
 
-class Retryable(Exception):
-    """A failure worth another attempt (connection, timeout, 408/425/429, 5xx, a broken stream);
-    transport-internal: the retry loop turns the last one into ``LLMUnavailable``."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
 @dataclass
 class RawReply:
     """One answer as the server sent it, before tags are parsed and usage is settled."""
