@@ -24,7 +24,7 @@ from research.agents.types import Plan
 from research.errors import error_text
 from research.jobs import selectors, services, storage
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
-from research.jobs.search_check import search_check_latest
+from research.jobs.search_check import search_check_errors, search_check_latest
 from research.jobs.web.failures import failure_explain, search_advice, search_unreachable_text
 from research.jobs.web.forms import (
     JobCreateForm,
@@ -204,7 +204,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
     if job.status == JobStatus.AWAITING_REVIEW:
         check = search_check_latest(job=job)
         if check and not check["ok"]:
-            ctx["search_warning"] = search_unreachable_text(check.get("reasons") or [])
+            ctx["search_warning"] = search_unreachable_text(search_check_errors(check))
             ctx["search_advice"] = search_advice()
     ctx.update(extra)
     return ctx
