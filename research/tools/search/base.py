@@ -6,6 +6,7 @@ them all, so a new provider is one new module (docs/architecture.md, "Adding a s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -20,15 +21,17 @@ DEFAULT_PROVIDER_TIMEOUT_S = 15.0
 
 @dataclass(frozen=True)
 class ProviderOptions:
-    """What every provider gets: the time it has, and settings (a call's overrides, else Django's)."""
+    """What every provider gets: the time it has, and its settings (`setting(name)`)."""
 
     timeout: float = DEFAULT_PROVIDER_TIMEOUT_S
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def setting(self, name: str, default: Any = "") -> Any:
+        """This call's override, else the Django setting, else the environment variable (so a new
+        provider's key needs no line in research/settings.py), else `default`."""
         if name in self.overrides:
             return self.overrides[name]
-        return setting(name, default)
+        return setting(name, os.environ.get(name, default))
 
 
 class SearchProvider:
