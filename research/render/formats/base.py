@@ -1,5 +1,8 @@
 """The output-format registry: what an output is (its files, labels, renderer, previews), declared once.
 
+Format modules translate their labels with `translated` (gettext_lazy) from here, so this is the
+registry's one Django import (docs/architecture.md, "Imports Django?").
+
 Every list of output kinds in the app reads this registry: the job options' check, the new-job form, the
 CLI's `--outputs` and `render --formats`, the API schema, the job page's downloads and timeline labels,
 and the render unit's dispatch. A format is one module in this package that calls `register()`;
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+from django.utils.translation import gettext_lazy as translated  # noqa: F401  the labels of the format modules
 from pydantic import AfterValidator, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema

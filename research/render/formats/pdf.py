@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.utils.translation import gettext_lazy as _
-
 from research.render.formats.base import OutputFile, OutputFormat, Rendered, RenderRequest, register
+from research.render.formats.base import translated as _
 
 PREVIEW_PAGES = 3  # thumbnails of the PDF's first pages on the job page
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.utils.translation import gettext_lazy as _
-
 from research.render.formats.base import OutputFile, OutputFormat, Rendered, RenderRequest, register
+from research.render.formats.base import translated as _
 
 
 def _render(req: RenderRequest) -> Rendered:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.utils.translation import gettext_lazy as _
-
 from research.render.formats.base import OutputFile, OutputFormat, Rendered, RenderRequest, register
+from research.render.formats.base import translated as _
 
 PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
