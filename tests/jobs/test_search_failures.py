@@ -129,3 +129,13 @@ def test_old_provider_error_events_without_a_kind(alice):
     job.steps.filter(step_id="s1").update(error="search failed: duckduckgo: x")
     services.job_set_status(job=job, status=JobStatus.FAILED, error="Every step failed.")
     assert failure_explain(job=job)["summary"] == "No web search provider could be reached (DuckDuckGo failed)."
+
+
+def test_the_job_page_script_knows_no_provider_names(settings):
+    """The timeline shows the label the event carries; a provider added later needs no script edit."""
+    from pathlib import Path
+
+    script = (Path(settings.BASE_DIR) / "static" / "js" / "job.js").read_text(encoding="utf-8").lower()
+    assert PROVIDERS, "the registry is filled on import"
+    for name, provider in PROVIDERS.items():
+        assert name not in script and provider.label.lower() not in script, name
