@@ -55,11 +55,12 @@ test: setup
 	TEST_DATABASE=postgres $(VENV)/bin/pytest -q $(PYTEST_ARGS) tests/integration tests/faults tests/scale
 	$(PY) scripts/graph_coverage.py $(JOB_TRANSITIONS_LOG)
 
-# The unit tests alone (marker `unit`, tests/support/lanes.py): no Redis, Celery, daphne, PostgreSQL or
-# browser; starting one of them fails the test. The quick loop while working; `make test` is the whole suite.
+# The unit tests alone (marker `unit`, tests/support/lanes.py), less those slow by design (`slow`): no Redis,
+# Celery, daphne, PostgreSQL or browser, and starting one fails the test. On two processes (pytest-xdist).
+# The quick loop while working; `make test` is the whole suite.
 test-fast: setup
 	$(VENV)/bin/ruff check .
-	TEST_FAST=1 $(VENV)/bin/pytest -q -m unit -n $${TEST_FAST_WORKERS:-2} $(PYTEST_ARGS)
+	TEST_FAST=1 $(VENV)/bin/pytest -q -m "unit and not slow" -n $${TEST_FAST_WORKERS:-2} $(PYTEST_ARGS)
 
 # Whole jobs against a real model server (llama-cpp-python + SmolLM2-135M); see README "Models".
 test-models: setup

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +54,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _program_names(args: Any) -> list[str]:
-    argv: Sequence[Any] = [args] if isinstance(args, str | bytes | os.PathLike) else list(args or ())
-    names = []
-    for arg in argv[:4]:  # the program, or `python -m celery`
-        names.append(Path(os.fsdecode(arg)).name if isinstance(arg, str | bytes | os.PathLike) else str(arg))
+    """The program an argv runs: its executable's name, and the module of `python -m MODULE`."""
+    argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args or ())
+    words = [os.fsdecode(arg) for arg in argv[:3] if isinstance(arg, str | bytes | os.PathLike)]
+    if not words:
+        return []
+    names = [Path(words[0].split()[0] if len(argv) == 1 else words[0]).name]
+    if len(words) >= 3 and words[1] == "-m":
+        names.append(words[2])
     return names
 
 
