@@ -38,7 +38,6 @@ from research.report.body import GONE, protected_parts, restore_code
 from research.report.citations import (
     CITATION,
     DROPPED_MARK,
-    citation_numbers,
     find_citation_markers,
     references_markdown,
 )
@@ -178,7 +177,7 @@ def cited_sentences(markdown: str) -> list[tuple[str, tuple[int, ...]]]:
     """(plain sentence, cited numbers) for each sentence of the body that carries a citation."""
     out: list[tuple[str, tuple[int, ...]]] = []
     for sentence in _sentences_of(markdown):
-        numbers = tuple(citation_numbers(sentence))
+        numbers = tuple(_cited(sentence))
         if numbers:
             out.append((plain_text(restore_code(sentence, [])), numbers))
     return out
@@ -284,7 +283,7 @@ def report_check(
     renumber = {old: new for new, old in enumerate(order, start=1)}
     body = "".join(
         part if is_code else CITATION.sub(
-            lambda m: m.group(1) + "".join(f"[{renumber[n]}]" for n in citation_numbers(m.group(0)) if n in renumber),
+            lambda m: m.group(1) + "".join(f"[{renumber[n]}]" for n in _cited(m.group(0)) if n in renumber),
             part,
         )
         for part, is_code in parts
@@ -357,6 +356,11 @@ def _without_note(body: str) -> tuple[str, str]:
     return "\n".join(kept), notes[-1] if notes else ""
 
 
+def _cited(text: str) -> list[int]:
+    """Citation numbers of code-free text (code is hidden or set aside here), in order, each once."""
+    return list(dict.fromkeys(n for marker in find_citation_markers(text) for n in marker.numbers))
+
+
 def _unmark(text: str) -> str:
     """The text without the link marks: a removed address takes the blanks before it along."""
     return textre.sub(r"[ \t]*\x01", "", text).replace(_LOST, "")
@@ -377,7 +381,7 @@ def _check_sentence(
 
     def repl(m: textre.Match) -> str:
         kept: list[str] = []
-        for number in citation_numbers(m.group(0)):
+        for number in _cited(m.group(0)):
             source = mapping.get(number)
             if source is None:
                 result.removed_citations += 1
@@ -437,7 +441,7 @@ def uncited_factual_sentences(markdown: str) -> list[str]:
             for start, end in line_sentences(line):
                 sentence = line[start:end]
                 plain = plain_text(restore_code(sentence, []))
-                if plain and not citation_numbers(sentence) and is_factual(plain):
+                if plain and not _cited(sentence) and is_factual(plain):
                     out.append(plain)
     return out
 

@@ -116,8 +116,8 @@ def _cjk(text: str) -> bool:
 
 def _link_texts(text: str) -> str:
     """Links, images and autolinks of one piece of inline Markdown replaced by their text (markdown-it's reading)."""
-    if "[" not in text and "<" not in text:
-        return text
+    if "](" not in text and "<" not in text:
+        return text  # without a destination or an autolink there is no link to read (no definitions here)
     out: list[str] = []
     last = 0
     for token in parser().parseInline(text)[0].children or []:
