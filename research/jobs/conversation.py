@@ -86,8 +86,8 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
     body = report_in_registry_numbers(job=job, markdown=report.markdown)
     answer = strip_references_section(followup.answer).strip()  # cites registry numbers already
     merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
-    # Without a references list report_edit reads registry numbers, checks the cited claims and
+    # Registry numbers throughout (not the list a user saw): report_edit checks the cited claims and
     # writes one references list for the whole report, renumbered 1..n.
-    version = report_edit(job=job, markdown=merged)
+    version = report_edit(job=job, markdown=merged, registry_numbers=True)
     FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
     return version.number

@@ -313,7 +313,8 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
     return version
 
 
-def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[str, Any]]:
+def report_edit_checked(*, job: ResearchJob, markdown: str,
+                        registry_numbers: bool = False) -> tuple[str, dict[str, Any]]:
     """The slow half of an edit: refuse what cannot be saved, then run the reporter's checks.
 
     The edit goes through the same check as the reporter's text (research.report.check.report_check):
@@ -334,7 +335,7 @@ def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[s
     # A user's words are only marked "(unverified)", never cut (remove_sure=False). A `[n]` means entry n
     # of the references list the user saw (the latest version), also when the edit deleted that list;
     # the checked text must fit the budget the edit itself had to meet.
-    seen = report_seen_references(job=job)
+    seen = None if registry_numbers else report_seen_references(job=job)
     try:
         checked = report_check(markdown, sources, locale=job.locale, remove_sure=False, seen=seen,
                                max_chars=REPORT_MAX_CHARS)
@@ -359,10 +360,11 @@ def report_edit_save(*, job: ResearchJob, markdown: str, check: dict[str, Any]) 
     return version
 
 
-def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
+def report_edit(*, job: ResearchJob, markdown: str, registry_numbers: bool = False) -> ReportVersion:
     """Store the user's edited Markdown, checked as the reporter's text is, as a new version and re-render
-    every requested output from it."""
-    checked, summary = report_edit_checked(job=job, markdown=markdown)
+    every requested output from it. `registry_numbers`: its [n] are Source numbers (a follow-up answer
+    folded in), not entries of the references list the user saw."""
+    checked, summary = report_edit_checked(job=job, markdown=markdown, registry_numbers=registry_numbers)
     return report_edit_save(job=job, markdown=checked, check=summary)
 
 
