@@ -12,6 +12,7 @@ from research.agents.types import MAX_CLARIFY_QUESTIONS
 from research.jobs.dispatch import enqueue_advance, enqueue_followup
 from research.jobs.events import event_emit
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
+from research.jobs.options import options_with_stage
 from research.jobs.services import InvalidAction, job_set_status, report_edit
 
 MAX_ANSWER_CHARS = 1000
@@ -31,7 +32,7 @@ def clarification_answer(*, job: ResearchJob, answers: list[str], skip: bool = F
             raise ValidationError(_("Answer at least one question, or skip them."))
         pairs = [{"question": q, "answer": (cleaned[i] if i < len(cleaned) else "")}
                  for i, q in enumerate(questions)]
-        opts = dict(job.options, clarifications=pairs, clarify_skipped=skip)
+        opts = options_with_stage(job.options, clarifications=pairs, clarify_skipped=skip)
         event_emit(job_id=job.pk, type="clarify.answered", payload={"skipped": skip, "answers": pairs})
         nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
         job_set_status(job=job, status=nxt, options=opts, stage_attempts=0)
