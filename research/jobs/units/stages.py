@@ -227,8 +227,8 @@ def _stage_report(job: ResearchJob) -> None:
     final = finalize_report(body, sources, locale=job.locale, mark_dropped=True)
     # Claims against their cited passages, links to unregistered pages, gapless numbering.
     # The model as a second opinion on claims the lexical check cannot pass (settings.VERIFY_MODEL_JUDGE).
-    use_judge = job.engine == "llm" and settings.VERIFY_MODEL_JUDGE
-    judge = model_judge(ctx.llm, job.locale) if use_judge else None
+    llm = ctx.llm if job.engine == "llm" and settings.VERIFY_MODEL_JUDGE else None
+    judge = model_judge(llm, job.locale) if llm is not None else None
     # What processing steps computed (sandbox output) may be stated without a citation.
     computed = {s.id for s in plan.steps if s.step_type == "processing"}
     evidence = [r.report_md for r in results if r.step_id in computed]
