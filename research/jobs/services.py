@@ -34,6 +34,7 @@ from research.jobs.models import (
     StepStatus,
 )
 from research.jobs.options import ENGINES, OUTPUT_KINDS, depth_options_clean, job_options_clean, options_with_stage
+from research.jobs.selectors import job_can
 from research.jobs.states import InvalidTransition, job_set_status
 
 logger = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
 def job_cancel(*, job: ResearchJob) -> None:
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.is_terminal:
+        if not job_can(job=job).cancel:
             raise InvalidAction(_("The job has already ended."))
         ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=True)
         if job.status in (JobStatus.QUEUED, JobStatus.AWAITING_REVIEW) or not job.steps.filter(
@@ -122,7 +123,7 @@ def job_retry(*, job: ResearchJob) -> None:
     """Retry a failed or cancelled job from where it stopped; done steps are kept."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
+        if not job_can(job=job).retry:
             raise InvalidAction(_("Only a failed or cancelled job can be retried."))
         job.steps.exclude(status=StepStatus.DONE).update(status=StepStatus.PENDING, attempts=0, error="",
                                                          lease_until=None)
@@ -139,7 +140,7 @@ def job_retry(*, job: ResearchJob) -> None:
 
 
 def job_delete(*, job: ResearchJob) -> None:
-    if not job.is_terminal and job.status not in (JobStatus.AWAITING_REVIEW, JobStatus.AWAITING_CLARIFICATION):
+    if not job_can(job=job).delete:
         raise InvalidAction(_("Cancel the job before deleting it."))
     job_id = job.pk
     job.delete()
@@ -169,7 +170,7 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
     `depth` / `runs` (the review page's depth choice) replace the job's, checked like a new job's."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.status != JobStatus.AWAITING_REVIEW:
+        if not job_can(job=job).review_plan:
             raise StalePlan(_("This plan is no longer waiting for review."))
         latest = job.plan_versions.order_by("-number").first()
         if latest is None or latest.number != base_version:
@@ -247,7 +248,7 @@ def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[s
     the references list is rebuilt from the source registry, so an edit cannot cite a source nobody read.
     Returns the checked Markdown and the check's counts.
     """
-    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+    if not job_can(job=job).edit_report:
         raise InvalidAction(_("Only a finished report can be edited."))
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
@@ -292,7 +293,7 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
     markdown = markdown.replace("\r\n", "\n")
     if len(markdown) <= settings.REPORT_CHECK_INLINE_CHARS:
         return report_edit(job=job, markdown=markdown)
-    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+    if not job_can(job=job).edit_report:
         raise InvalidAction(_("Only a finished report can be edited."))
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
@@ -306,7 +307,7 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
     if kind not in OUTPUT_KINDS[1:]:
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
-    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+    if not job_can(job=job).rerender:
         raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))
     renders_queue(job=job, kinds=[kind])
 
