@@ -528,6 +528,8 @@ import json, os
 from research.tools import sandbox
 six = '''
 import os, time
+
+pytestmark = pytest.mark.slow  # each test forks a sandbox up to its limits: make test runs them, test-fast does not
 for i in range(6):
     if os.fork() == 0:
         block = b"x" * (400 * 1024 * 1024)
