@@ -23,9 +23,10 @@ NOT_BLANK = ("^[^\\x00]*[^\\x00-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2
              "[^\\x00]*$")
 
 
+# The question and the options; the options are research.jobs.options' shared model, so the API refuses (422)
+# exactly what the web form, the CLI and the MCP tool refuse. (A comment, not a docstring: that would change the
+# OpenAPI document.)
 class JobCreateIn(Schema, JobOptionsBase):
-    """The question and the options: the options are research.jobs.options' shared model, so the API refuses
-    (422) exactly what the web form, the CLI and the MCP tool refuse."""
 
     # A job without web search needs a knowledge base: said in the schema, so generated requests respect it.
     model_config = ConfigDict(json_schema_extra={
