@@ -175,6 +175,9 @@ def job_options_clean(options: Mapping[str, Any]) -> JobOptions:
     except PydanticError as exc:
         messages = list(dict.fromkeys(_message(e, data) for e in exc.errors()))
         raise ValidationError(messages) from None
+    max_steps = parsed.max_steps or settings.JOB_DEFAULT_STEPS
+    if max_steps > settings.JOB_MAX_STEPS:  # the field's bound is the setting at import; a test may lower it
+        raise ValidationError(_("Max steps must be between 1 and %(max)d.") % {"max": settings.JOB_MAX_STEPS})
     engine = parsed.engine or settings.DEFAULT_ENGINE
     if engine not in ENGINES:  # a bad DEFAULT_ENGINE setting
         raise ValidationError(_("Unknown engine %(engine)r; choose llm, offline or auto.") % {"engine": engine})
@@ -182,7 +185,7 @@ def job_options_clean(options: Mapping[str, Any]) -> JobOptions:
     return {
         "style": parsed.style,
         "outputs": ["md"] + [o for o in OUTPUT_KINDS[1:] if o in parsed.outputs],
-        "max_steps": parsed.max_steps or settings.JOB_DEFAULT_STEPS,
+        "max_steps": max_steps,
         "engine": engine,
         "locale": parsed.locale,
         "auto_accept": parsed.auto_accept,
