@@ -28,14 +28,13 @@ from typing_extensions import Unpack
 
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import STYLES
+from research.render.formats import OutputKind, output_kinds, rendered_kinds
 
 MAX_ID = 2**63 - 1  # ids are 64-bit integers in the database
 
-OutputKind = Literal["md", "pdf", "pptx", "podcast"]
 EngineName = Literal["auto", "llm", "offline"]
 DepthName = Literal["standard", "heavy"]
 StyleName = Literal["academic", "popular_science", "news", "social_media"]
-OUTPUT_KINDS: tuple[str, ...] = get_args(OutputKind)
 ENGINES: tuple[str, ...] = get_args(EngineName)
 assert get_args(StyleName) == STYLES
 LOCALE_PATTERN = "^(auto|[a-z]{2,3}(-[A-Za-z]{2,4})?)$"
@@ -67,7 +66,7 @@ class JobOptionsBase(BaseModel):
                         description="Report language: auto (same as the question), en-US, zh-CN, …")
     max_steps: StepsInt | None = Field(default=None,
                                        description="Most plan steps (default from the server settings).")
-    outputs: list[OutputKind] = Field(default=["md"])  # pydantic copies defaults
+    outputs: list[OutputKind] = Field(default=["md"])  # the registered formats (research/render/formats/)
     auto_accept: Bool = Field(default=False, description="Run the plan without review.")
     engine: EngineName | None = None
     kb: IdInt | None = Field(default=None, description="Id of one of your knowledge bases to search "
@@ -95,7 +94,7 @@ class JobOptions(TypedDict):
     """The user's options as stored in `ResearchJob.options`, normalised."""
 
     style: str
-    outputs: list[str]  # "md" first, then the others in OUTPUT_KINDS order
+    outputs: list[str]  # "md" first, then the others in the registry's order
     max_steps: int
     engine: str
     locale: str
@@ -137,9 +136,9 @@ def _message(error: Mapping[str, Any], raw: Mapping[str, Any]) -> str:
             "style": value, "choices": ", ".join(STYLES)}
     if field == "outputs":
         bad = [str(o) for o in value] if isinstance(value, list) else [str(value)]
-        bad = [o for o in bad if o not in OUTPUT_KINDS] or bad
+        bad = [o for o in bad if o not in output_kinds()] or bad
         return _("Unknown output(s) %(bad)s; choose from %(choices)s.") % {
-            "bad": ", ".join(bad), "choices": ", ".join(OUTPUT_KINDS)}
+            "bad": ", ".join(bad), "choices": ", ".join(output_kinds())}
     if field == "max_steps":
         if whole:
             return _("Max steps must be a whole number.")
@@ -184,7 +183,7 @@ def job_options_clean(options: Mapping[str, Any]) -> JobOptions:
     heavy = parsed.depth == "heavy"
     return {
         "style": parsed.style,
-        "outputs": ["md"] + [o for o in OUTPUT_KINDS[1:] if o in parsed.outputs],
+        "outputs": ["md"] + [o for o in rendered_kinds() if o in parsed.outputs],
         "max_steps": max_steps,
         "engine": engine,
         "locale": parsed.locale,

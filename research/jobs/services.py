@@ -33,14 +33,15 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
-from research.jobs.options import ENGINES, OUTPUT_KINDS, depth_options_clean, job_options_clean, options_with_stage
+from research.jobs.options import ENGINES, depth_options_clean, job_options_clean, options_with_stage
 from research.jobs.selectors import job_can
 from research.jobs.states import InvalidTransition, job_set_status
+from research.render.formats import rendered_kinds
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
+    "ENGINES", "MAX_QUESTION_CHARS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
     "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
@@ -305,7 +306,7 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
-    if kind not in OUTPUT_KINDS[1:]:
+    if kind not in rendered_kinds():
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
     if not job_can(job=job).rerender:
         raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))
