@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from research.llm.client import ChatResult
+from research.llm.types import ChatResult
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -182,7 +182,7 @@ class ChatModel(Protocol):
         max_attempts: int = 3,
         temperature: float = 0.2,
         max_tokens: int | None = None,
-    ) -> M: ...  # raises research.llm.client.StructuredOutputError
+    ) -> M: ...  # raises research.llm.types.StructuredOutputError
 
     def count_tokens(self, text: str) -> int: ...
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from research import textre
 from research.agents.types import AgentContext, ChatModel
-from research.llm.client import ChatResult, StructuredOutputError, ToolCall
+from research.llm.types import ChatResult, StructuredOutputError, ToolCall
 
 __all__ = [
     "ANSWER_RESERVE", "ChatModel", "ChatResult", "EngineError", "StructuredOutputError", "ToolCall",
