@@ -72,9 +72,21 @@ class ClarifyAnsweredPayload(TypedDict):
 
 
 @with_config(FORBID)
+class ProviderErrorFields(TypedDict):
+    """A search provider's typed failure (research.tools.search.ProviderError.as_dict)."""
+
+    provider: str
+    label: str
+    kind: str
+    status: int | None
+    message: str
+
+
+@with_config(FORBID)
 class SearchCheckedPayload(TypedDict):
     ok: bool
     reasons: list[list[str]]
+    errors: NotRequired[list[ProviderErrorFields]]
     kb: bool
     web: bool
 
@@ -226,6 +238,10 @@ class ActivityProviderError(_Where):
     kind: Literal["provider_error"]
     provider: str
     error: str
+    # The typed error's fields; events stored before errors were typed have none of them.
+    label: NotRequired[str]
+    error_kind: NotRequired[str]
+    status: NotRequired[int | None]
 
 
 @with_config(FORBID)
@@ -459,8 +475,9 @@ EVENTS: dict[str, EventSpec] = {
     "clarify.answered": EventSpec(ClarifyAnsweredPayload, "The user answered them (`[{question, answer}]`) or "
                                                           "skipped them."),
     "search.checked": EventSpec(SearchCheckedPayload, "Whether web search answered when the plan was made "
-                                                      "(`reasons`: `[provider, message]` pairs); the plan "
-                                                      "form warns when not."),
+                                                      "(`reasons`: `[provider, message]` pairs; `errors`: each "
+                                                      "provider's typed failure: `provider`, `label`, `kind`, "
+                                                      "`status`, `message`); the plan form warns when not."),
     "plan.ready": EventSpec(PlanVersionPayload, "The planner wrote a plan version."),
     "plan.updated": EventSpec(PlanVersionPayload, "The user edited the plan (a new version)."),
     "plan.accepted": EventSpec(PlanAcceptedPayload, "A plan version was accepted; its steps are made."),
