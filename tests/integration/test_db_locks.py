@@ -166,3 +166,19 @@ def test_every_move_of_the_lease_protocol_locks_the_job_row_first(job):
         order = _first_locks(lambda requeue=requeue: requeue(timezone.now()))
         assert order and order[0] == "jobs_researchjob", (model.__name__, order)
         assert model.objects.get(pk=pk).status == StepStatus.QUEUED
+
+
+def test_per_job_numbers_are_handed_out_under_the_job_row_lock(job):
+    """Racing writers of one job's numbered rows (report versions here; plan versions, follow-ups and sources
+    go through the same helper) get 1..N, none twice: `job_number_next` reads "the largest + 1" under the job
+    row's lock, the first lock it takes."""
+    from research.jobs.locks import job_number_next
+    from research.jobs.models import ReportVersion
+
+    results = race(lambda: services.report_version_create(job=job, markdown="# R\n", author="reporter").number)
+    assert sorted(results) == list(range(1, RACERS + 1))
+    if connection.vendor != "postgresql":
+        return
+    with transaction.atomic():
+        order = _first_locks(lambda: job_number_next(job_id=job.pk, model=ReportVersion))
+    assert order == ["jobs_researchjob"]
