@@ -20,7 +20,8 @@ what differs (its events, what else it locks, what follows an end); the moves ar
 
 Locking order: every transaction here takes the job row first (`locks.job_lock`), then the rows the kind
 names (`lock_related`: a run's step), then the unit's own row. The scheduler and `event_emit` take the job
-row first too, so no two of them wait on each other in a cycle.
+row first too, so no two of them wait on each other in a cycle. The one exception is a one-shot unit's
+claim (`OneShotKind.claim_lock`), which locks only its own row, as it always has.
 """
 
 from __future__ import annotations
@@ -188,7 +189,9 @@ class UnitKind(Generic[U]):
     ended: tuple[str, ...] = ()
     running: str = StepStatus.RUNNING  # "running" in both status vocabularies
     job_field = "job_id"  # how the unit names its job
-    claim_touches_job = True  # the claim locks the job row with an UPDATE of `updated` (see locks.job_lock)
+    # The claim's first lock: the job row with an UPDATE of `updated` ("touch", see locks.job_lock), the job
+    # row without one ("job"), or only the unit's own row ("unit": a one-shot unit, see OneShotKind).
+    claim_lock: Literal["touch", "job", "unit"] = "touch"
     cancellable = False  # JobCancelled ends the unit `cancelled`; otherwise it is a failure like any other
     expected: tuple[type[BaseException], ...] = ()  # failures logged without a traceback
 
@@ -277,9 +280,13 @@ class UnitKind(Generic[U]):
             return None
         fields = self.model.LEASE  # type: ignore[attr-defined]
         with transaction.atomic():
-            job_lock(job_id, touch=self.claim_touches_job)  # serialises with the scheduler and event_emit
+            units = self.queryset().filter(**lookup)
+            if self.claim_lock == "unit":
+                units = units.select_for_update(of=("self",))
+            else:  # serialises with the scheduler and event_emit
+                job_lock(job_id, touch=self.claim_lock == "touch")
             job = ResearchJob.objects.filter(pk=job_id).first()
-            unit = self.queryset().filter(**lookup).first()
+            unit = units.first()
             at = timezone.now()
             if job is None or unit is None or self.is_ended(unit):
                 return None  # a duplicate delivery is a no-op
@@ -494,7 +501,10 @@ class OneShotKind(UnitKind[S]):
     answer): pending → running → done | failed; re-sent when nobody claimed them within the grace."""
 
     ended = (OutputStatus.DONE, OutputStatus.FAILED)
-    claim_touches_job = False  # the job is done: its `updated` is nobody's sign of life
+    # The claim locks the unit's row only, as it always has: the job is done and runs nothing else, and a
+    # claim must not wait on a user's action that holds the job row (the outcome's transaction does take it
+    # first; tests/faults/test_background_unit_faults.py holds it there to kill the worker mid-save).
+    claim_lock = "unit"
     requeued_type: str  # the event of a running one handed on
 
     def requeued_payload(self, unit: S) -> dict[str, Any]:

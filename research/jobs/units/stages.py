@@ -51,7 +51,7 @@ class _Stages(UnitKind[ResearchJob]):
     model = ResearchJob
     name = "stages"
     job_field = "pk"
-    claim_touches_job = False
+    claim_lock = "job"  # the job row is the unit: locked, not touched
     cancellable = True
     expected = (SoftTimeLimitExceeded,)
 
