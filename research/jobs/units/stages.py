@@ -26,7 +26,7 @@ from research.jobs.dispatch import enqueue_advance
 from research.jobs.events import event_emit
 from research.jobs.models import TERMINAL_STATUSES, WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
 from research.jobs.services import plan_start, plan_version_create, renders_queue, report_version_create
-from research.jobs.states import job_set_status
+from research.jobs.states import STAGES_BY_STATUS, job_set_status
 from research.jobs.units.common import accepted_plan, engine_for, now, queue_grace, short, step_results
 from research.jobs.units.context import JobContext
 from research.jobs.units.lease import Claim, LeaseLost, Outcome, UnitKind, lease_check, unit_run
@@ -131,7 +131,7 @@ def _advance(claim: Claim[ResearchJob]) -> None:
         if job.cancel_requested and not job.is_terminal:
             job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
             break
-        handler = STAGES.get(job.status)
+        handler = HANDLERS.get(STAGES_BY_STATUS[JobStatus(job.status)].driver)
         if handler is None:
             break
         handler(job)
@@ -278,10 +278,12 @@ def _stage_report(job: ResearchJob) -> None:
             job_set_status(job=job, status=JobStatus.DONE)
 
 
-STAGES: dict[str, Callable[[ResearchJob], None]] = {
-    JobStatus.QUEUED: _stage_coordinate,
-    JobStatus.COORDINATING: _stage_coordinate,
-    JobStatus.INVESTIGATING: _stage_investigate,
-    JobStatus.PLANNING: _stage_plan,
-    JobStatus.REPORTING: _stage_report,
+# The stage handlers by the name the declared graph gives them (states.GRAPH's `driver`): job_advance runs
+# the one the graph names for the job's status, and stops where the graph names none (a person, the
+# steps or the renders move the job on from there).
+HANDLERS: dict[str, Callable[[ResearchJob], None]] = {
+    "coordinate": _stage_coordinate,
+    "investigate": _stage_investigate,
+    "plan": _stage_plan,
+    "report": _stage_report,
 }
