@@ -12,7 +12,7 @@
   sources cites them all; a sentence whose source is not in the registry is dropped; then the claim
   check runs (research.agents.synthesis).
 
-Kept apart from offline.py so that the standard engine needs only a two-line hook.
+Kept apart from engine.py so that the standard engine needs only a two-line hook.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _CJK_WORD = textre.compile("[\u4e00-\u9fff]{2}")
 
 
 class OfflineEngine(Protocol):
-    """What heavy mode uses of research.agents.engines.offline.OfflineEngine (not imported: it imports us)."""
+    """What heavy mode uses of research.agents.engines.offline.engine.OfflineEngine (not imported: it imports us)."""
 
     name: str
     sentences_per_step: int
