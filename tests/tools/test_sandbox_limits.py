@@ -565,6 +565,7 @@ def test_unprivileged_worker_path():
 
 
 def _run_as_nobody(tmp_path: Path) -> None:
+    import psutil
     import pyseccomp
 
     pkg = tmp_path / "research" / "tools"
@@ -575,6 +576,8 @@ def _run_as_nobody(tmp_path: Path) -> None:
     shutil.copytree(src, pkg / "sandbox", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(os.path.join(os.path.dirname(src), "config.py"), pkg / "config.py")
     shutil.copy(pyseccomp.__file__, tmp_path / "pyseccomp.py")
+    # The watcher reads the tree with psutil, which the system python lacks: the venv's copy (abi3) serves.
+    shutil.copytree(os.path.dirname(psutil.__file__), tmp_path / "psutil", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "drive.py").write_text(NON_ROOT_DRIVER)
     for path in [tmp_path, *tmp_path.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import psutil
+
 from research.tools.config import setting
 from research.tools.sandbox.common import Limits, SandboxUnavailable, _read, _write
 
@@ -149,7 +151,7 @@ def _remove_stale(support: _CgroupSupport) -> None:
             for entry in os.scandir(parent):
                 parts = entry.name.split("-")
                 if len(parts) == 3 and parts[0] == "sandbox" and parts[1].isdigit() \
-                        and not os.path.exists(f"/proc/{parts[1]}"):
+                        and not psutil.pid_exists(int(parts[1])):
                     with contextlib.suppress(OSError):
                         os.rmdir(entry.path)  # refused while it still holds a process
 

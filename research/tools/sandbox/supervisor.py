@@ -103,10 +103,7 @@ class _Supervisor:
         if self.cgroup is not None:
             self.cgroup.kill_all()
         elif self.watcher is not None:
-            with contextlib.suppress(OSError):
-                for pid in self.watcher.tree():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
+            self.watcher.kill_all()
 
     def check_tree(self) -> None:
         """Kill the whole tree once it passes its memory (or, for the watcher, process) limit."""

@@ -1,10 +1,12 @@
-"""Where no cgroup can be made: the host-side watcher of the sandbox's process tree."""
+"""Where no cgroup can be made: the host-side watcher of the sandbox's process tree.
+
+psutil walks the tree and reads each process's threads and memory from /proc: the parent links,
+thread counts and PSS this module once parsed by hand (docs/tools.md, "Python sandbox").
+"""
 
 from __future__ import annotations
 
-import os
-
-from research.tools.sandbox.common import _read
+import psutil
 
 
 class _TreeWatcher:
@@ -12,51 +14,49 @@ class _TreeWatcher:
 
     def __init__(self, root_pid: int) -> None:
         self.root_pid = root_pid
-        self.page = os.sysconf("SC_PAGE_SIZE")
 
-    def tree(self) -> dict[int, int]:
-        """{pid: threads} of root_pid and all its descendants (a PID namespace keeps orphans inside it)."""
-        children: dict[int, list[int]] = {}
-        threads: dict[int, int] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat_line = _read(f"/proc/{entry.name}/stat")
-            except OSError:
-                continue
-            rest = stat_line[stat_line.rfind(")") + 2 :].split()
-            if len(rest) < 18:
-                continue
-            pid = int(entry.name)
-            children.setdefault(int(rest[1]), []).append(pid)
-            threads[pid] = int(rest[17])
-        found: dict[int, int] = {}
-        todo = [self.root_pid]
-        while todo:
-            pid = todo.pop()
-            if pid in found:
-                continue
-            found[pid] = threads.get(pid, 1)
-            todo.extend(children.get(pid, ()))
-        return found
+    def processes(self) -> list[psutil.Process]:
+        """root_pid and all its descendants (a PID namespace keeps orphans inside it); [] once it is gone."""
+        try:
+            root = psutil.Process(self.root_pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
 
-    def memory(self, pid: int) -> int:
+    @staticmethod
+    def memory(proc: psutil.Process) -> int:
         # PSS shares pages between the processes that map them (fork, shared libraries), so
         # forked workers are not counted many times over. A process we may not inspect
         # (non-dumpable) is counted by its RSS instead, which can only be larger.
         try:
-            for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
+            return int(proc.memory_full_info().pss)
+        except psutil.NoSuchProcess:
+            return 0
+        except psutil.Error:
             pass
         try:
-            return int(_read(f"/proc/{pid}/statm").split()[1]) * self.page
-        except (OSError, ValueError, IndexError):
+            return int(proc.memory_info().rss)
+        except psutil.Error:
             return 0
 
     def sample(self) -> tuple[int, int, list[int]]:
         """(memory in bytes, threads, pids) of the whole tree now."""
-        tree = self.tree()
-        return sum(self.memory(pid) for pid in tree), sum(tree.values()), list(tree)
+        memory = threads = 0
+        pids: list[int] = []
+        for proc in self.processes():
+            pids.append(proc.pid)
+            with proc.oneshot():  # one read of /proc/<pid>/stat and status for both figures
+                try:
+                    threads += proc.num_threads()
+                except psutil.Error:
+                    threads += 1
+                memory += self.memory(proc)
+        return memory, threads, pids
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the tree (psutil checks a pid was not reused before it signals)."""
+        for proc in self.processes():
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
