@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from research import textre
+from research import scripts
 from research.agents.types import SearchHit
 from research.tls import tls_context
 from research.tools.config import setting
@@ -29,7 +29,6 @@ from research.tools.config import setting
 KNOWLEDGE = "knowledge"
 DEFAULT_PROVIDER_TIMEOUT_S = 15.0
 TAVILY_API_URL = "https://api.tavily.com/search"
-_CJK = textre.compile(r"[\u4e00-\u9fff]")
 _TRACKING_PARAMS = {"fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"}
 
 
@@ -97,7 +96,7 @@ def searxng_search(query: str, max_results: int, opts: ProviderOptions) -> list[
 def duckduckgo_search(query: str, max_results: int, opts: ProviderOptions) -> list[SearchHit]:
     from ddgs import DDGS
 
-    region = "cn-zh" if _CJK.search(query) else "us-en"
+    region = "cn-zh" if scripts.has_common_han(query) else "us-en"
     rows = DDGS(timeout=int(max(1, opts.timeout))).text(query, region=region, max_results=max_results)
     return [
         SearchHit(title=str(r.get("title") or r["href"]), url=r["href"], snippet=str(r.get("body") or ""),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from research import textre
+from research import scripts, textre
 from research.agents.depth import EMPHASES
 from research.agents.rank import RankedSentence, near_duplicate
 from research.agents.synthesis import allowed_numbers, finding_check
@@ -29,7 +29,7 @@ from research.agents.types import AgentContext, Plan, PlanStep, RunVariant, Sour
 from research.ir import tokenize
 
 _EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'-]+")
-_CJK_WORD = textre.compile("[\u4e00-\u9fff]{2}")
+_CJK_WORD = textre.compile(f"[{scripts.HAN_COMMON}]{{2}}")
 
 
 class OfflineEngine(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from research import textre
+from research import scripts, textre
 from research.agents.rank import tokenize
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import PlanStep
@@ -36,7 +36,7 @@ def is_small_talk(text: str) -> bool:
     if not cleaned:
         return False
     zh = textre.sub(r"[^\p{L}\p{N}]+", "", cleaned)  # Python's [\s\W_]: neither letter nor digit
-    if textre.search(r"[\u4e00-\u9fff]", zh):
+    if scripts.has_common_han(zh):
         rest = zh
         for phrase in _GREETING_PHRASES_ZH:
             rest = rest.replace(phrase, "")
@@ -182,7 +182,7 @@ def _facet_mentions(feedback: str) -> tuple[list[str], list[str]]:
     for facet in FACETS:
         for alias in facet.aliases:
             quoted = textre.escape(alias)
-            pattern = quoted if textre.search(r"[\u4e00-\u9fff]", alias) else rf"\b{quoted}\b"
+            pattern = quoted if scripts.has_common_han(alias) else rf"\b{quoted}\b"
             match = textre.search(pattern, text)
             if not match:
                 continue
@@ -200,7 +200,7 @@ def _feedback_terms(feedback: str, zh: bool) -> list[str]:
     aliases = {a for f in FACETS for a in f.aliases}
     text = feedback
     for phrase in sorted(aliases | set(_FEEDBACK_FILLER_ZH), key=len, reverse=True):
-        if textre.search(r"[\u4e00-\u9fff]", phrase):
+        if scripts.has_common_han(phrase):
             text = text.replace(phrase, " ")
     text = _STEP_COUNT.sub(" ", text)
     terms = key_terms(text, "zh-CN" if zh else "en-US", fallback=False)
@@ -243,7 +243,7 @@ def _step_facets(step: PlanStep) -> list[Facet]:
     for facet in FACETS:
         names = (facet.title_en.lower(), facet.title_zh, *facet.aliases)
         if any(
-            (n in title) if textre.search(r"[\u4e00-\u9fff]", n) else textre.search(rf"\b{textre.escape(n)}\b", title)
+            (n in title) if scripts.has_common_han(n) else textre.search(rf"\b{textre.escape(n)}\b", title)
             for n in names
         ):
             found.append(facet)

@@ -8,10 +8,10 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from research import textre
+from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.rank import RankedSentence, tokenize
-from research.agents.text import detect_locale, is_chinese, key_terms
+from research.agents.text import key_terms
 from research.agents.types import SourceRef
 
 
@@ -39,12 +39,12 @@ def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) ->
     return shared
 
 
-_CJK_RUN = textre.compile(r"[\u4e00-\u9fff]+")
+_CJK_RUN = textre.compile(f"[{scripts.HAN_COMMON}]+")
 
 
 def _same_script(locale: str, ref: SourceRef) -> bool:
     """The page is written in the question's script (Chinese or not)."""
-    return is_chinese(detect_locale(ref.text[:3000])) == is_chinese(locale)
+    return scripts.same_script(ref.text[:3000], locale)
 
 
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
