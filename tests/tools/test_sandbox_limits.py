@@ -25,6 +25,8 @@ from research.tools.sandbox import cgroups as sandbox_cgroups
 from research.tools.sandbox import execute as sandbox_execute
 from research.tools.sandbox import seccomp as sandbox_seccomp
 
+pytestmark = pytest.mark.slow  # each test forks a sandbox up to its limits: make test runs them, test-fast does not
+
 available, why = sandbox.sandbox_probe()
 needs_sandbox = pytest.mark.skipif(not available, reason=f"sandbox unavailable here: {why}")
 CGROUP_MODES = ("cgroup-v1", "cgroup-v2")
