@@ -50,7 +50,8 @@ class Limits:
 
 
 def _find_executable(name: str) -> str | None:
-    """Locate a helper binary (a seam for tests that simulate a missing bwrap)."""
+    """Locate a helper binary (a seam for tests that simulate a missing bwrap: the other modules call it as
+    `common._find_executable`, so one patch of this module reaches them all)."""
     return shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin")
 
 
