@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research import textre
+from research import scripts, textre
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
 from research.report.carry import carried
 from research.report.citations import CITATION, find_citation_markers, strip_citations
@@ -66,7 +66,7 @@ def shorten(text: str, limit: int = MAX_BULLET_CHARS) -> str:
         text = cut.rstrip(" ,;:，；：") + "…"
     if not tail:
         return text
-    glued = textre.search(r"[\u3400-\u9fff。！？…]$", text) and not text.isascii()
+    glued = textre.search(f"[{scripts.HAN}。！？…]$", text) and not text.isascii()
     return f"{text}{tail}" if glued else f"{text} {tail}"
 
 
@@ -381,7 +381,7 @@ _LEADS_ZH = ("对，而且", "此外，", "还有一点值得注意：", "另外
 _AFTER_LEAD_LOWER = textre.compile(r"^(?:A|An|The|In|On|At|By|For|Most|Some|Many|Analysts|Because|This|These|Its)\b")
 
 
-_ZH_STOP = textre.compile(r"。[.。]+|([\u3400-\u9fff])\.(\s|$)")  # 。。 / 中文. -> 。
+_ZH_STOP = textre.compile(f"。[.。]+|([{scripts.HAN}])\\.(\\s|$)")  # 。。 / 中文. -> 。
 
 
 def tidy_line(text: str, zh: bool) -> str:
@@ -397,7 +397,7 @@ def tidy_line(text: str, zh: bool) -> str:
     text = textre.sub(r"([,，;；:：])[。.]", "。" if zh else ".", text)
     text = text.rstrip(",;:，；：、 ")
     if text and text[-1] not in ".!?。！？…\"”'’)）":
-        text += "。" if zh or textre.search(r"[\u3400-\u9fff]$", text) else "."
+        text += "。" if zh or scripts.is_han(text[-1:]) else "."
     return text
 
 

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from research import textre
+from research import scripts, textre
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 from research.ir import tokenize
@@ -223,7 +223,7 @@ def _dangling(sentence: str) -> bool:
     if not textre.search(r"\x01[\s.。:：;；!?！？)）\]*]*$", sentence):
         return False
     rest = plain_text(sentence.replace(_GONE, "").replace(_LOST, ""))
-    return len(rest.split()) <= 5 and sum(1 for ch in rest if "\u3400" <= ch <= "\u9fff") <= 8
+    return len(rest.split()) <= 5 and scripts.count_han(rest) <= 8
 
 
 def _tidy(line: str) -> str:

@@ -13,12 +13,11 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from pydantic import BaseModel
 
-from research import textre
-from research.agents.types import SourceRef
+from research import scripts, textre
+from research.agents.types import ChatModel, SourceRef
 from research.ir import tokenize
 from research.report.citations import CITATION
 from research.report.links import url_key
@@ -35,7 +34,7 @@ SURE_UNCITED = 0.35
 _WINDOW = 3  # sentences per passage
 
 _NUMBER = textre.compile(r"\d+(?:[.,]\d+)*")
-_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_CJK = textre.compile(f"[{scripts.HAN}]")
 _LONE_MARKS = ".,;:!?。，；：！？"
 
 # What makes an uncited sentence a factual claim that needs a source. Kept to simple alternations
@@ -67,7 +66,7 @@ class Verdict(BaseModel):
     supported: bool
 
 
-def model_judge(llm: Any, locale: str, *, max_calls: int = 20) -> Judge:
+def model_judge(llm: ChatModel, locale: str, *, max_calls: int = 20) -> Judge:
     """A judge backed by the model (an LLMClient): asked only for claims the lexical test could not
     pass or could not score, at most `max_calls` times per report. A failed or unusable answer is
     "cannot tell", so the lexical verdict stands."""
