@@ -48,7 +48,7 @@ def protected_parts(body: str, known_urls: set[str] | None = None) -> tuple[list
     With `known_urls`, bare addresses in the text (not in code, not inside a link that stays) that no
     tool returned are replaced by the removed-address mark; returns how many.
     """
-    tokens, _ = parse(body)
+    tokens, _ = parse(body, every_link=True)  # as the link policy read it (the same parse, kept)
     source = SourceMap(body)
     events: list[tuple[int, int, str]] = []  # (start, end, kind): code block, inline code, kept link
     for token in tokens:

@@ -36,14 +36,16 @@ def _spanned(rule: Callable[[StateInline, bool], bool], name: str) -> Callable[[
         start, count = state.pos, len(state.tokens)
         if state.pending:
             count += 1  # the rule's first push flushes the pending text into a token of its own first
-        label: tuple[int, int] | None = None
-        if not silent and name in ("link", "image"):
-            opener = start if name == "link" else start + 1
-            if state.src[start : opener + 1].endswith("["):
-                end = state.md.helpers.parseLinkLabel(state, opener, name == "link")
-                label = (opener + 1, end) if end >= 0 else None
         matched = rule(state, silent)
         if matched and not silent and len(state.tokens) > count:
+            label: tuple[int, int] | None = None
+            opener = start if name == "link" else start + 1
+            if name in ("link", "image") and state.src[start : opener + 1].endswith("["):
+                # Found again only for a link that matched (a failed `[` costs nothing extra).
+                end, state.pos = state.pos, start
+                label_end = state.md.helpers.parseLinkLabel(state, opener, name == "link")
+                state.pos = end
+                label = (opener + 1, label_end) if label_end >= 0 else None
             state.tokens[count].meta = {**(state.tokens[count].meta or {}), "span": (start, state.pos), "label": label}
         return matched
 
@@ -74,7 +76,16 @@ def parser(*, every_link: bool = False) -> MarkdownIt:
 
 
 def parse(md: str, *, every_link: bool = False) -> tuple[list[Token], dict[str, Any]]:
-    """The block tokens of `md` (inline children parsed) and markdown-it's env (reference definitions)."""
+    """The block tokens of `md` (inline children parsed) and markdown-it's env (reference definitions).
+
+    The last few parses are kept: the check, the edit view and the references reader read the same
+    text several times. Callers must not change the tokens.
+    """
+    return _parse(md, every_link)
+
+
+@lru_cache(maxsize=8)
+def _parse(md: str, every_link: bool) -> tuple[list[Token], dict[str, Any]]:
     env: dict[str, Any] = {}
     return parser(every_link=every_link).parse(md, env), env
 

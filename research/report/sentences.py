@@ -179,7 +179,7 @@ def line_sentences(line: str) -> list[tuple[int, int]]:
         if match.group(0) == "." and _is_abbreviation(line, start, match.start()):
             i = j  # "e.g. The", "Dr. Smith": the same abbreviations as split_marked_text
             continue
-        while j < n and line[j] in "\"'”’)）」":
+        while j < n and line[j] in "\"'”’)）」\x01\x02":  # closers, and the check's marks of a removed link
             j += 1
         while (cite := TRAILING_CITATION.match(line, j)) is not None:
             j = cite.end()
