@@ -281,9 +281,19 @@ def login_username(request: HttpRequest, credentials: Any = None) -> str | None:
 
 
 def login_lockout_response(request: HttpRequest, *_args: Any) -> HttpResponse:
-    """The same 429 page and Retry-After as every other limit. Each refused attempt counts as a failure
-    (axes' default), so the lock-out ends one whole window after the last attempt."""
+    """The same 429 page and Retry-After as every other limit: for a (name, address) pair locked by axes, or
+    for an attempt slowed down by research.logins (which put its wait on the request). A refused attempt
+    is not counted as a failure (AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False), so refusals
+    do not push the end of a lock-out further away."""
     count, seconds = _login_rate()
+    wait = int(getattr(request, "login_wait_s", 0) or 0)
+    if wait:
+        reason = getattr(request, "login_wait_reason", "")
+        message = (_("Too many failed sign-ins from your network; please wait %(seconds)d seconds before trying "
+                     "again.") if reason == "address" else
+                   _("Too many failed sign-ins for this account; please wait %(seconds)d seconds before trying "
+                     "again.")) % {"seconds": wait}
+        return too_many_requests(request, Verdict(allowed=False, retry_after=wait), message)
     return too_many_requests(request, Verdict(allowed=False, count=count, limit=count, retry_after=seconds))
 
 

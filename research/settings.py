@@ -177,19 +177,26 @@ CACHES = {
 RATELIMIT_USE_CACHE = "ratelimit"
 
 # Login throttling (django-axes) hooks authenticate() itself: the site login, the admin login and any
-# other path that checks a password count failures per user name and per IP on the same Redis counter
-# as the other limits. LOGIN_RATE "N/window": after N failures within the window, every attempt (the
-# right password included) gets 429 until a window without failures has passed.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# other path that checks a password count failures on the same Redis counter as the other limits.
+# LOGIN_RATE "N/window": after N failures of one user name from one address within the window, that pair
+# (and only that pair) gets 429 until the window has passed; the owner elsewhere still signs in.
+# research.logins slows wider guessing (one address, many names; one name, many addresses) with a
+# growing delay instead of a lock (docs/operations.md, "Sign-in").
+AUTHENTICATION_BACKENDS = ["research.logins.LoginSlowdownBackend", "axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
 AXES_CACHE = "ratelimit"
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # one combined key, never the name or address alone
 AXES_FAILURE_LIMIT = "research.ratelimit.login_failure_limit"
 AXES_COOLOFF_TIME = "research.ratelimit.login_cool_off"
 AXES_LOCKOUT_CALLABLE = "research.ratelimit.login_lockout_response"
 AXES_CLIENT_IP_CALLABLE = "research.ratelimit.client_ip"
 AXES_USERNAME_CALLABLE = "research.ratelimit.login_username"
 AXES_RESET_ON_SUCCESS = False  # a success does not clear the count (as the fixed window before axes)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused attempt does not re-arm the lock-out
+LOGIN_ADDRESS_RATE = env_str("LOGIN_ADDRESS_RATE", "100/h")  # failures from one address before it is slowed
+LOGIN_NAME_RATE = env_str("LOGIN_NAME_RATE", "30/h")  # failures on one name before failing addresses are slowed
+LOGIN_DELAY_MAX_S = env_int("LOGIN_DELAY_MAX_S", 900)  # the growing delay (1, 2, 4, … s) stops growing here
 AXES_VERBOSE = False
 
 CELERY_BROKER_URL = REDIS_URL
@@ -242,7 +249,7 @@ REPORT_EDIT_RATE = env_str("REPORT_EDIT_RATE", "60/h")
 # a longer edit is checked by a worker (research/jobs/services.py: report_edit_submit).
 REPORT_CHECK_INLINE_CHARS = env_int("REPORT_CHECK_INLINE_CHARS", 50_000)
 KB_UPLOAD_RATE = env_str("KB_UPLOAD_RATE", "60/h")
-LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per user name and per IP (django-axes)
+LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per (user name, IP) pair (django-axes)
 SIGNUP_RATE = env_str("SIGNUP_RATE", "10/h")  # sign-ups per IP
 PREVIEW_RATE = env_str("PREVIEW_RATE", "600/h")  # live report previews per account and per IP
 RATELIMIT_IP_HEADER = env_str("RATELIMIT_IP_HEADER", "")  # e.g. HTTP_X_REAL_IP behind a trusted proxy
