@@ -119,9 +119,8 @@ class LoginSlowdownBackend:
         if not AxesProxyHandler.is_allowed(request, credentials):
             setattr(request, REFUSED_ATTR, True)  # axes refuses this pair without a check: not a new failure
         return None
-
-    def get_user(self, user_id: int) -> None:
-        return None
+    # No get_user(): this backend never signs anyone in, and Django's force_login() and session loading
+    # skip a backend without it.
 
 
 @receiver(user_login_failed, dispatch_uid="research.logins.count_failure")

@@ -7,8 +7,10 @@ limit and deleting what was created gives no quota back. Rates are ``"N/s|m|h|d"
 
 API:
     ratelimit_hit(scope=..., key=..., rate=...) -> Verdict       count one use for one key
-    ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account and per IP
+    ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account (per IP when signed out)
+    ratelimit_account(user=..., scope=..., rate_setting=...)       count in a service; raises RateLimited
     ratelimited(scope, rate_setting)                               view decorator (POST only) → 429
+    limited_in_service(rate_setting) / limit_patterns(...)         mark a view / wrap an included URLconf
     too_many_requests(request, verdict) -> HttpResponse            the 429 page with Retry-After
     CounterCache                                                   the ``ratelimit`` cache's backend
     CounterUnavailable                                             raised when the counter cannot be reached
@@ -193,14 +195,21 @@ def client_ip(request: HttpRequest) -> str:
 
 
 def ratelimit_request(request: HttpRequest, *, scope: str, rate: str) -> Verdict:
-    """Count one use per account (the signed-in user) and per IP; refuse if either is over."""
+    """Count one use per account when signed in, else per IP. An office behind one address does not
+    share its users' limits, and one account cannot spread its use over many addresses (issue 34)."""
     user = getattr(request, "user", None)
-    keys = [f"ip:{client_ip(request)}"]
-    if user is not None and user.is_authenticated:
-        keys.append(f"user:{user.pk}")
-    verdicts = [ratelimit_hit(scope=scope, key=key, rate=rate) for key in keys]
-    refused = [v for v in verdicts if not v.allowed]
-    return max(refused, key=lambda v: v.retry_after) if refused else ALLOWED
+    key = f"user:{user.pk}" if user is not None and user.is_authenticated else f"ip:{client_ip(request)}"
+    return ratelimit_hit(scope=scope, key=key, rate=rate)
+
+
+def ratelimit_account(*, user: Any, scope: str, rate_setting: str) -> None:
+    """Count one use of `scope` by an account in a service (web, API, MCP alike); RateLimited when over."""
+    rate = str(getattr(settings, rate_setting))
+    verdict = ratelimit_hit(scope=scope, key=f"user:{user.pk}", rate=rate)
+    if not verdict.allowed:
+        raise RateLimited(verdict, _("Too many requests: at most %(limit)d in %(window)s; please wait %(seconds)d "
+                                     "seconds.") % {"limit": verdict.limit, "window": rate_window_text(rate),
+                                                    "seconds": verdict.retry_after})
 
 
 def too_many_requests(request: HttpRequest, verdict: Verdict, message: str | None = None) -> HttpResponse:
@@ -232,11 +241,40 @@ class CounterUnavailableMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, CounterUnavailable):
             return service_unavailable(request, exception)
+        if isinstance(exception, RateLimited):  # a service counted the use (ratelimit_account): the 429 page
+            return too_many_requests(request, exception.verdict, str(exception))
         return None
 
 
+RATE_ATTR = "rate_setting"  # on a view: the setting that limits its POSTs (tests/security/test_post_limits.py)
+
+
+def limited_in_service(rate_setting: str) -> Callable[[Any], Any]:
+    """Mark a view whose POST is counted by the service it calls (ratelimit_account), so the API and MCP
+    count the same; the middleware above turns the service's RateLimited into the 429 page."""
+
+    def mark(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        setattr(view, RATE_ATTR, rate_setting)
+        return view
+
+    return mark
+
+
+def limit_patterns(patterns: list[Any], scope: str, rate_setting: str) -> list[Any]:
+    """Wrap every view of an included URLconf (the admin, i18n) in `ratelimited`; returns `patterns`."""
+    from django.urls import URLPattern, URLResolver
+
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            limit_patterns(entry.url_patterns, scope, rate_setting)
+        elif isinstance(entry, URLPattern) and not hasattr(entry.callback, RATE_ATTR):
+            entry.callback = ratelimited(scope, rate_setting, methods=("POST", "PUT", "PATCH", "DELETE"))(
+                entry.callback)
+    return patterns
+
+
 def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST",)) -> Callable[[Any], Any]:
-    """View decorator: count each POST per account and per IP against settings.<rate_setting>."""
+    """View decorator: count each POST per account (per IP when signed out) against settings.<rate_setting>."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
@@ -247,6 +285,7 @@ def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST
                     return too_many_requests(request, verdict)
             return view(request, *args, **kwargs)
 
+        setattr(wrapped, RATE_ATTR, rate_setting)
         return wrapped
 
     return decorate

@@ -242,7 +242,7 @@ JOB_STEP_CONCURRENCY = env_int("JOB_STEP_CONCURRENCY", 0)  # 0 = unlimited
 JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")
 API_RATE = env_str("API_RATE", "120/m")  # API requests per token (django-ninja throttle)
 SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MCP server returns
-# Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account and per IP.
+# Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account (per IP when signed out).
 RERENDER_RATE = env_str("RERENDER_RATE", "30/h")
 REPORT_EDIT_RATE = env_str("REPORT_EDIT_RATE", "60/h")
 # Report edits and live previews up to this many characters are checked and rendered on the web thread;
@@ -251,7 +251,10 @@ REPORT_CHECK_INLINE_CHARS = env_int("REPORT_CHECK_INLINE_CHARS", 50_000)
 KB_UPLOAD_RATE = env_str("KB_UPLOAD_RATE", "60/h")
 LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per (user name, IP) pair (django-axes)
 SIGNUP_RATE = env_str("SIGNUP_RATE", "10/h")  # sign-ups per IP
-PREVIEW_RATE = env_str("PREVIEW_RATE", "600/h")  # live report previews per account and per IP
+PREVIEW_RATE = env_str("PREVIEW_RATE", "600/h")  # live report previews per account
+FOLLOWUP_RATE = env_str("FOLLOWUP_RATE", "30/h")  # follow-up questions per account (web, API, MCP)
+# Every other state-changing request (cancel, retry, delete, plan review, sign-out, the admin, …).
+WRITE_RATE = env_str("WRITE_RATE", "600/h")
 RATELIMIT_IP_HEADER = env_str("RATELIMIT_IP_HEADER", "")  # e.g. HTTP_X_REAL_IP behind a trusted proxy
 STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
 STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)

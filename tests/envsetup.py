@@ -34,7 +34,7 @@ os.environ.setdefault("JOB_CREATE_RATE", "1000/h")
 # Rate limits count in each process's memory unless a test asks for Redis (tests/security/test_ratelimit.py).
 os.environ.setdefault("RATELIMIT_CACHE_URL", "locmem://")
 for _rate in ("RERENDER_RATE", "REPORT_EDIT_RATE", "KB_UPLOAD_RATE", "LOGIN_RATE", "SIGNUP_RATE",
-              "LOGIN_ADDRESS_RATE", "LOGIN_NAME_RATE",
+              "LOGIN_ADDRESS_RATE", "LOGIN_NAME_RATE", "FOLLOWUP_RATE", "WRITE_RATE",
               "PREVIEW_RATE"):
     os.environ.setdefault(_rate, "1000/m")
 os.environ.setdefault("LLM_MAX_RETRIES", "2")

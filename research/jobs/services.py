@@ -374,6 +374,19 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
     return check
 
 
+def report_version_restore(*, job: ResearchJob, number: int) -> ReportVersion | ReportEditCheck | None:
+    """Save version `number` again as the newest one; None (nothing saved, nothing counted, nothing
+    re-rendered) when it already is the newest. Counts as a report edit (REPORT_EDIT_RATE, per account)."""
+    version = job.report_versions.filter(number=number).first()
+    if version is None:
+        raise InvalidAction(_("There is no version %(n)d.") % {"n": number})
+    current = job.report_versions.order_by("-number").first()
+    if current is not None and (current.pk == version.pk or current.markdown == version.markdown):
+        return None
+    ratelimit.ratelimit_account(user=job.owner, scope="report_edit", rate_setting="REPORT_EDIT_RATE")
+    return report_edit_submit(job=job, markdown=version.markdown)
+
+
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
     if kind not in OUTPUT_KINDS[1:]:
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
