@@ -9,6 +9,7 @@ API:
     ratelimit_hit(scope=..., key=..., rate=...) -> Verdict       count one use for one key
     ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account (per IP when signed out)
     ratelimit_account(user=..., scope=..., rate_setting=...)       count in a service; raises RateLimited
+    sliding_window_hit(scope=..., key=..., limit=..., window=..., cost=...)  a sliding window that counts cost
     ratelimited(scope, rate_setting)                               view decorator (POST only) → 429
     limited_in_service(rate_setting) / limit_patterns(...)         mark a view / wrap an included URLconf
     too_many_requests(request, verdict) -> HttpResponse            the 429 page with Retry-After
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -133,6 +135,10 @@ class CounterCache(RedisCache):
         with _counter_reached():
             return super().incr(*args, **kwargs)
 
+    def decr(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().decr(*args, **kwargs)
+
     def set_many(self, *args: Any, **kwargs: Any) -> Any:
         with _counter_reached():
             return super().set_many(*args, **kwargs)
@@ -184,6 +190,38 @@ def ratelimit_hit(*, scope: str, key: str, rate: str) -> Verdict:
         limit=int(usage["limit"]),
         retry_after=max(1, int(usage["time_left"])),
     )
+
+
+def sliding_window_hit(*, scope: str, key: str, limit: int, window: int, cost: int = 1) -> Verdict:
+    """Charge `cost` to `key` over a sliding window of `window` seconds; refused (nothing charged) when the
+    window would then hold more than `limit`.
+
+    The count is the current fixed window's plus the previous one's weighted by how much of it still lies
+    inside the sliding window, so no burst fits around a window edge (a fixed hourly window let 60 jobs
+    through at 30/h). The charge is an atomic INCR, taken back when it goes over, so parallel requests
+    cannot both slip under the limit.
+    """
+    if limit <= 0:
+        return ALLOWED
+    from django.core.cache import caches
+
+    cache = caches[settings.RATELIMIT_USE_CACHE]
+    now = time.time()
+    index = int(now // window)
+    into = (now - index * window) / window
+    current, previous = f"rl-slide:{scope}:{key}:{index}", f"rl-slide:{scope}:{key}:{index - 1}"
+    with _counter_reached():
+        cache.add(current, 0, timeout=2 * window + 60)
+        charged = int(cache.incr(current, cost))
+        earlier = int(cache.get(previous) or 0)
+        used = earlier * (1 - into) + charged
+        if used <= limit:
+            return Verdict(allowed=True, count=int(used), limit=limit)
+        cache.decr(current, cost)
+    # When enough of the previous window has slid out (or, failing that, when this one ends).
+    spare = limit - (charged - cost) - cost
+    wait = (1 - spare / earlier - into) * window if earlier and spare >= 0 else (1 - into) * window + 1
+    return Verdict(allowed=False, count=int(used - cost), limit=limit, retry_after=max(1, int(wait + 0.999)))
 
 
 def client_ip(request: HttpRequest) -> str:

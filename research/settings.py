@@ -298,6 +298,11 @@ KB_MAX_PDF_PAGES = env_int("KB_MAX_PDF_PAGES", 1000)
 KB_MAX_DECOMPRESSED_BYTES = env_int("KB_MAX_DECOMPRESSED_BYTES", 32 * 1024 * 1024)  # page contents, summed
 KB_MAX_TEXT_CHARS = env_int("KB_MAX_TEXT_CHARS", 5_000_000)
 KB_INDEX_TIME_S = env_int("KB_INDEX_TIME_S", 120)
+# Render budgets (research/render/budgets.py): an edit over them is refused with the reason.
+REPORT_MAX_HEADINGS = env_int("REPORT_MAX_HEADINGS", 300)
+REPORT_MAX_TABLE_CELLS = env_int("REPORT_MAX_TABLE_CELLS", 3000)
+# Bytes of documents one account may send to extraction in a sliding hour (per-user budget; each file has its own).
+KB_USER_EXTRACT_BYTES_PER_H = env_int("KB_USER_EXTRACT_BYTES_PER_H", 200 * 1000 * 1000)
 KB_INDEX_MAX_ATTEMPTS = env_int("KB_INDEX_MAX_ATTEMPTS", 2)  # deliveries whose worker was lost
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

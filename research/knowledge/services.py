@@ -22,6 +22,7 @@ from research.jobs.dispatch import enqueue_document_index
 from research.knowledge.extract import CONTENT_TYPES, DocumentRejected, clean_filename, extract_document, precheck
 from research.knowledge.models import Chunk, Collection, Document, DocumentStatus, Posting
 from research.knowledge.text import chunk_text, term_frequencies
+from research.ratelimit import sliding_window_hit
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ def document_submit(
     filename = clean_filename(filename)
     kind = precheck(filename=filename, data=data)
     existing = Document.objects.filter(collection=collection, sha256=sha256).first()
+    if existing is None or existing.status == DocumentStatus.FAILED:
+        extraction_budget_charge(owner_id=collection.owner_id, size=len(data))
     if existing is not None:
         if existing.status == DocumentStatus.FAILED:
             with transaction.atomic():
@@ -130,6 +133,19 @@ def document_submit(
             raise
         return existing, False
     return document, True
+
+
+def extraction_budget_charge(*, owner_id: int, size: int) -> None:
+    """Charge a file's bytes to its owner's extraction budget (KB_USER_EXTRACT_BYTES_PER_H over a sliding
+    hour) before anything is stored: one account cannot keep the indexing workers busy for everyone else.
+    Each file also has its own caps (KB_MAX_UPLOAD_BYTES, KB_INDEX_TIME_S, …; research/knowledge/extract.py)."""
+    budget = int(settings.KB_USER_EXTRACT_BYTES_PER_H)
+    verdict = sliding_window_hit(scope="kb_extract", key=f"user:{owner_id}", limit=budget, window=3600, cost=size)
+    if not verdict.allowed:
+        raise DocumentRejected(
+            _("your documents of the last hour used the indexing budget (%(budget)s MB an hour); try this one "
+              "again in %(minutes)d minutes") % {"budget": f"{budget / 1e6:,.0f}",
+                                                 "minutes": max(1, verdict.retry_after // 60)})
 
 
 def _document_fail(*, document_id: int, reason: str) -> None:

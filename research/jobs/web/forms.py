@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
+from research.render.budgets import render_budget_problem
 
 STYLE_CHOICES = [
     ("academic", _("Academic")),
@@ -215,7 +216,7 @@ def report_markdown_problem(markdown: str) -> str:
     if count > MAX_REPORT_EMPHASIS:
         return str(_("The report has %(n)d “*” and “_” characters; at most %(max)d are accepted.")
                    % {"n": count, "max": MAX_REPORT_EMPHASIS})
-    return ""
+    return render_budget_problem(markdown)  # headings and table cells (issue 34: render cost bounded)
 
 
 class ReportEditForm(forms.Form):
