@@ -57,7 +57,7 @@ FULL: dict[str, dict[str, Any]] = {
               "warm": False},
     "stream": {"jobs": 20, "steps": 3, "ttft": 0.5, "tokens_per_s": 50.0, "workers": 2, "concurrency": 12},
     "scale": {"jobs": 12, "steps": 3, "concurrency": 4, "ttft": 0.5, "tokens_per_s": 50.0},
-    "adversarial": {"size": 500_000},
+    "adversarial": {"size": 500_000, "parser_sizes": (100_000, 1_000_000)},
 }
 SMOKE: dict[str, dict[str, Any]] = {
     "render": {"words": 300},
@@ -69,7 +69,7 @@ SMOKE: dict[str, dict[str, Any]] = {
                "warm": False},
     "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False,
               "whole_jobs": 1, "whole_outputs": ("md", "pdf")},
-    "adversarial": {"size": 2_000},
+    "adversarial": {"size": 2_000, "parser_sizes": (2_000,)},
 }
 
 

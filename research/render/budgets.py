@@ -50,19 +50,40 @@ def render_cost(markdown: str) -> RenderCost:
     return RenderCost(headings=headings, table_cells=cells)
 
 
+def _could_exceed(markdown: str, max_headings: int, max_cells: int) -> bool:
+    """A cheap upper bound: every heading starts a line with "#" (after blanks) and every table cell is
+    next to a "|"; when neither bound passes its budget, no parse is needed (plain prose costs nothing)."""
+    pipes = markdown.count("|")
+    if pipes * 2 + 2 > max_cells:
+        return True
+    return sum(1 for line in markdown.splitlines() if line.lstrip()[:1] == "#") > max_headings
+
+
 def render_budget_problem(markdown: str) -> str:
-    """Why rendering this report would cost too much (headings, table cells), or ""."""
-    cost = render_cost(markdown)
-    most = int(settings.REPORT_MAX_HEADINGS)
-    if cost.headings > most:
-        return str(_("The report has %(n)s headings; at most %(max)s can be rendered (each one costs the PDF "
-                     "and slides a page break's worth of layout). Merge some sections.")
-                   % {"n": f"{cost.headings:,}", "max": f"{most:,}"})
-    most = int(settings.REPORT_MAX_TABLE_CELLS)
-    if cost.table_cells > most:
-        return str(_("The report's tables have %(n)s cells; at most %(max)s can be rendered. Shorten the "
-                     "tables or link to the full data instead.") % {"n": f"{cost.table_cells:,}", "max": f"{most:,}"})
-    return ""
+    """Why rendering this report would cost too much (headings, table cells), or "".
+
+    Parsed in growing prefixes (cut at line ends): a prefix's block structure is the whole's up to the cut,
+    so its counts never exceed the whole's, and an edit far over the budget is refused after parsing a
+    small part of it. The cost of the check is thereby bounded by the budget, not by the attack.
+    """
+    max_headings, max_cells = int(settings.REPORT_MAX_HEADINGS), int(settings.REPORT_MAX_TABLE_CELLS)
+    if not _could_exceed(markdown, max_headings, max_cells):
+        return ""
+    size = 16_384
+    while True:
+        cut = len(markdown) if size >= len(markdown) else (markdown.rfind("\n", 0, size) + 1 or size)
+        cost = render_cost(markdown[:cut])
+        if cost.headings > max_headings:
+            return str(_("The report has %(n)s or more headings; at most %(max)s can be rendered (each one "
+                         "costs the PDF and slides a page break's worth of layout). Merge some sections.")
+                       % {"n": f"{cost.headings:,}", "max": f"{max_headings:,}"})
+        if cost.table_cells > max_cells:
+            return str(_("The report's tables have %(n)s or more cells; at most %(max)s can be rendered. Shorten "
+                         "the tables or link to the full data instead.")
+                       % {"n": f"{cost.table_cells:,}", "max": f"{max_cells:,}"})
+        if cut >= len(markdown):
+            return ""
+        size *= 4
 
 
 def _is_cjk(char: str) -> bool:
