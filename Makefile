@@ -33,7 +33,7 @@ run: migrate
 	$(PY) -m research.devserver --port $(PORT)
 
 worker: setup
-	$(PY) -m celery -A research worker -Q agents,render -c $${WORKER_CONCURRENCY:-4} --loglevel INFO -n worker-$$$$@%h --without-gossip --without-mingle
+	$(PY) -m celery -A research worker -Q agents,render,kb -c $${WORKER_CONCURRENCY:-4} --loglevel INFO -n worker-$$$$@%h --without-gossip --without-mingle
 
 lint: setup
 	$(VENV)/bin/ruff check .

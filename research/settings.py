@@ -212,7 +212,10 @@ CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 1200)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "agents"
-CELERY_TASK_ROUTES = {"research.jobs.tasks.render_output": {"queue": "render"}}
+# Knowledge-base indexing has its own queue (fair share, issue 34): uploads never wait behind research units,
+# nor research behind a batch of uploads.
+CELERY_TASK_ROUTES = {"research.jobs.tasks.render_output": {"queue": "render"},
+                      "research.knowledge.tasks.document_index": {"queue": "kb"}}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = False
 # Takeover of a dead worker's units (docs/operations.md, "Takeover"): a lease of STEP_LEASE_S renewed every
@@ -239,7 +242,11 @@ JOB_WALL_TIME_S = env_int("JOB_WALL_TIME_S", 3600)
 JOB_TOKEN_BUDGET = env_int("JOB_TOKEN_BUDGET", 2_000_000)
 JOB_REVIEW_TIMEOUT_S = env_int("JOB_REVIEW_TIMEOUT_S", 0)  # 0 = wait forever
 JOB_STEP_CONCURRENCY = env_int("JOB_STEP_CONCURRENCY", 0)  # 0 = unlimited
-JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")
+JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")  # cost units (a heavy job with k runs: k) per sliding hour
+# Fair share (research/jobs/fairness.py): per account, jobs running at once and queued+running steps and
+# heavy runs over all its jobs; the rest wait in order. 0 = no cap.
+FAIR_USER_RUNNING_JOBS = env_int("FAIR_USER_RUNNING_JOBS", 3)
+FAIR_USER_RUNNING_UNITS = env_int("FAIR_USER_RUNNING_UNITS", 4)
 API_RATE = env_str("API_RATE", "120/m")  # API requests per token (django-ninja throttle)
 SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MCP server returns
 # Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account (per IP when signed out).

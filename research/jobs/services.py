@@ -23,6 +23,7 @@ from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
+from research.jobs.fairness import job_cost
 from research.jobs.models import (
     JobStatus,
     JobStep,
@@ -129,6 +130,16 @@ def depth_error_text(exc: DepthError) -> str:
     return str(_("Runs must be between 1 and %(max)d.") % {"max": MAX_RUNS})
 
 
+def job_create_charge(*, user_id: int, cost: int) -> ratelimit.Verdict:
+    """Charge a new job's cost to JOB_CREATE_RATE ("N/h": N cost units in any sliding hour)."""
+    rate = settings.JOB_CREATE_RATE
+    if not rate:
+        return ratelimit.ALLOWED
+    limit, window = (int(x) for x in ratelimit._split_rate(rate))
+    return ratelimit.sliding_window_hit(scope="job_create", key=f"user:{user_id}", limit=limit, window=window,
+                                        cost=cost)
+
+
 def job_create(*, user: User, question: str, options: dict[str, Any]) -> ResearchJob:
     question = (question or "").strip()
     if not question:
@@ -146,7 +157,8 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
     if not clean["web"] and clean["kb"] is None:
         raise ValidationError(_("A job without web search needs a knowledge base."))
     # An atomic counter, not a count of rows: parallel posts cannot pass together, deletes free nothing.
-    verdict = ratelimit.ratelimit_hit(scope="job_create", key=f"user:{user.pk}", rate=settings.JOB_CREATE_RATE)
+    # The window slides, and a heavy job with k runs per step counts k (fair share, issue 34).
+    verdict = job_create_charge(user_id=user.pk, cost=job_cost(clean))
     if not verdict.allowed:
         raise RateLimited(
             verdict,

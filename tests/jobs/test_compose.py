@@ -144,6 +144,25 @@ def test_secrets_have_no_defaults(services):
 def test_workers_are_split_per_queue(services):
     assert "-Q agents " in str(services["worker"]["command"])
     assert "-Q render " in str(services["render"]["command"])
+    assert "-Q kb " in str(services["indexer"]["command"])  # issue 34: indexing on its own queue
+
+
+def test_every_queue_the_app_routes_to_has_a_worker(services, settings):
+    """Makefile `worker`, the devserver and compose each consume every queue a task is routed to."""
+    from research.devserver import worker_argv
+
+    queues = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {settings.CELERY_TASK_DEFAULT_QUEUE}
+    compose = set()
+    for service in services.values():
+        command = " ".join(service.get("command") or []) if isinstance(service.get("command"), list) else ""
+        if "celery -A research worker" in command:
+            compose |= set(command.split("-Q ", 1)[1].split()[0].split(","))
+    assert compose == queues
+    argv = worker_argv()
+    assert set(argv[argv.index("-Q") + 1].split(",")) == queues
+    make = (ROOT / "Makefile").read_text()
+    worker_line = make[make.index("\nworker:"):].splitlines()[2]
+    assert set(worker_line.split("-Q ", 1)[1].split()[0].split(",")) == queues
 
 
 def test_the_agent_worker_insists_on_a_delegated_cgroup_for_the_sandbox(services):

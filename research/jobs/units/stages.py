@@ -21,6 +21,7 @@ from research.agents.citations import finalize_report
 from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
 from research.agents.verify import model_judge, report_check
+from research.jobs import fairness
 from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.events import event_emit
 from research.jobs.models import WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
@@ -40,6 +41,15 @@ def stage_claim(job_id: int) -> tuple[ResearchJob, str] | None:
             return None
         if job.stage_lease_until and job.stage_lease_until > now():
             return None  # another worker holds this stage
+        if job.status == JobStatus.QUEUED and not job.cancel_requested and fairness.jobs_capped():
+            # Fair share (research/jobs/fairness.py): start only within the owner's running-jobs cap,
+            # deciding and moving on under the owner's lock; otherwise wait (a job's end sends it again).
+            fairness.owner_lock(job.owner_id)
+            if not fairness.job_may_start(job):
+                fairness.job_wait(job)
+                ResearchJob.objects.filter(pk=job_id).update(updated=now())  # the reaper waits a grace first
+                return None
+            job_set_status(job=job, status=JobStatus.COORDINATING)
         if job.stage_attempts >= settings.STEP_MAX_ATTEMPTS:
             job_set_status(job=job, status=JobStatus.FAILED,
                            error=f"The {job.status} stage was interrupted {job.stage_attempts} times "

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from research.agents.depth import DEFAULT_RUNS
 from research.agents.types import Plan
 from research.errors import error_text
-from research.jobs import selectors, services, storage
+from research.jobs import fairness, selectors, services, storage
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
 from research.jobs.search_check import search_check_latest
 from research.jobs.web.failures import failure_explain, search_advice, search_unreachable_text
@@ -202,6 +202,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "media": job_media(job=job),
         "downloads": _downloads(job),
         "rendered_seq": rendered_seq,
+        "wait_text": fairness.job_wait_text(job),  # "3 of your jobs are running; this one starts when one ends."
     }
     if job.status == JobStatus.AWAITING_REVIEW and "formset" not in extra:
         ctx.update(_plan_forms(job))
