@@ -48,10 +48,10 @@ def _progress(job_ids: list[int]) -> dict[str, int]:
             "runs_done": StepRun.objects.filter(job_id__in=job_ids, status="done").count()}
 
 
-def run(stack: Stack, *, jobs: int = 30, steps: int = 5, k: int = 5, concurrency: int = 4, ttft: float = 0.3,
-        tokens_per_s: float = 200.0, warm: bool = True) -> dict[str, Any]:
-    saved = {name: os.environ.get(name) for name in CAPS}
-    os.environ.update(CAPS)
+def _measure(stack: Stack, caps: dict[str, str], *, jobs: int, steps: int, k: int, concurrency: int, ttft: float,
+             tokens_per_s: float, warm: bool) -> dict[str, Any]:
+    saved = {name: os.environ.get(name) for name in caps}
+    os.environ.update(caps)
     stack.stop_workers()  # the workers read the caps at start
     try:
         stack.ensure_workers(count=1, concurrency=concurrency)
@@ -66,7 +66,7 @@ def run(stack: Stack, *, jobs: int = 30, steps: int = 5, k: int = 5, concurrency
                  for i in range(jobs)]
         time.sleep(1.0)  # the queue is in the broker before the other user's job arrives
         behind = _one_step_job(other)
-        stack.wait_jobs([behind], timeout=900)
+        stack.wait_jobs([behind], timeout=1500)
         stack.require_done([behind])
         progress = _progress(queue)
         from research.jobs import services
@@ -77,7 +77,7 @@ def run(stack: Stack, *, jobs: int = 30, steps: int = 5, k: int = 5, concurrency
                 services.job_cancel(job=job)
             except services.InvalidAction:
                 pass
-        stack.wait_jobs(queue, timeout=600)
+        stack.wait_jobs(queue, timeout=900)
     finally:
         for name, value in saved.items():
             if value is None:
@@ -87,10 +87,20 @@ def run(stack: Stack, *, jobs: int = 30, steps: int = 5, k: int = 5, concurrency
         stack.stop_workers()
     alone_s, behind_s = job_timing(alone)["wall_s"], job_timing(behind)["wall_s"]
     return {"alone_s": round(alone_s, 2), "behind_queue_s": round(behind_s, 2),
-            "slowdown": round(behind_s / alone_s, 2), "goal": 2.0,
-            "queue": {"jobs": jobs, "steps": steps, "k": k, "runs": jobs * steps * k},
-            "workers": f"1 × {concurrency}", "caps": {name.lower(): int(v) for name, v in CAPS.items()},
-            "latency": {"ttft_s": ttft, "tokens_per_s": tokens_per_s}, "queue_progress": progress}
+            "slowdown": round(behind_s / alone_s, 2), "queue_progress": progress}
+
+
+def run(stack: Stack, *, jobs: int = 30, steps: int = 5, k: int = 5, concurrency: int = 4, ttft: float = 0.3,
+        tokens_per_s: float = 200.0, warm: bool = True, compare: bool = False) -> dict[str, Any]:
+    shape = {"jobs": jobs, "steps": steps, "k": k, "concurrency": concurrency, "ttft": ttft,
+             "tokens_per_s": tokens_per_s, "warm": warm}
+    result = _measure(stack, CAPS, **shape)
+    result.update({"goal": 2.0, "queue": {"jobs": jobs, "steps": steps, "k": k, "runs": jobs * steps * k},
+                   "workers": f"1 × {concurrency}", "caps": {name.lower(): int(v) for name, v in CAPS.items()},
+                   "latency": {"ttft_s": ttft, "tokens_per_s": tokens_per_s}})
+    if compare:  # the same without the caps: one FIFO queue, as before issue 34
+        result["without_caps"] = _measure(stack, {name: "0" for name in CAPS}, **shape)
+    return result
 
 
 def table(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -99,4 +109,7 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
         ("one-step job alone", f"{result['alone_s']:.2f} s"),
         (f"behind {q['jobs']} heavy jobs ({q['steps']} steps × k = {q['k']})", f"{result['behind_queue_s']:.2f} s"),
         ("fairness.slowdown", f"{result['slowdown']:.2f}× (goal ≤ {result['goal']:.0f}×)"),
+        *([("without the caps (one FIFO queue)", f"{result['without_caps']['behind_queue_s']:.2f} s: "
+                                                 f"{result['without_caps']['slowdown']:.2f}×")]
+          if "without_caps" in result else []),
     ]

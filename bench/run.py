@@ -59,7 +59,7 @@ FULL: dict[str, dict[str, Any]] = {
     "stream": {"jobs": 20, "steps": 3, "ttft": 0.5, "tokens_per_s": 50.0, "workers": 2, "concurrency": 12},
     "scale": {"jobs": 12, "steps": 3, "concurrency": 4, "ttft": 0.5, "tokens_per_s": 50.0},
     "adversarial": {"size": 500_000, "parser_sizes": (100_000, 1_000_000)},
-    "fairness": {"jobs": 30, "steps": 5, "k": 5, "concurrency": 4},
+    "fairness": {"jobs": 30, "steps": 5, "k": 5, "concurrency": 4, "compare": True},
 }
 SMOKE: dict[str, dict[str, Any]] = {
     "render": {"words": 300},
