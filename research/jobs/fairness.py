@@ -24,6 +24,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -59,6 +60,21 @@ def job_may_start(job: ResearchJob) -> bool:
     older_waiting = ResearchJob.objects.filter(owner_id=job.owner_id, status=JobStatus.QUEUED,
                                                cancel_requested=False, pk__lt=job.pk).count()
     return jobs_running(job.owner_id) + older_waiting < cap
+
+
+def job_turn(job: ResearchJob) -> str:
+    """In the stage claim (the job row locked): "start" when a queued job may start now (the caller moves it
+    to `coordinating` in the same transaction, under the owner's lock taken here, so two claims cannot both
+    take the last place), "wait" when it must wait (it says why, once, and is sent again when one of the
+    owner's jobs ends), "" when the caps do not apply."""
+    if job.status != JobStatus.QUEUED or job.cancel_requested or not jobs_capped():
+        return ""
+    owner_lock(job.owner_id)
+    if job_may_start(job):
+        return "start"
+    job_wait(job)
+    ResearchJob.objects.filter(pk=job.pk).update(updated=timezone.now())  # the reaper re-sends after a grace
+    return "wait"
 
 
 def job_wait_text(job: ResearchJob) -> str:

@@ -24,6 +24,7 @@ from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
 from research.jobs.fairness import job_cost
+from research.jobs.locks import job_number_next
 from research.jobs.models import (
     JobStatus,
     JobStep,
@@ -36,18 +37,18 @@ from research.jobs.models import (
     StepStatus,
 )
 from research.jobs.states import InvalidTransition, job_set_status
+from research.render.formats import output_kinds, rendered_kinds
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
+    "ENGINES", "MAX_QUESTION_CHARS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
     "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
     "report_edit_checked", "report_edit_save", "report_edit_submit", "report_version_create",
 ]
 
-OUTPUT_KINDS = ("md", "pdf", "pptx", "podcast")
 ENGINES = ("auto", "llm", "offline")
 MAX_QUESTION_CHARS = 4000
 
@@ -75,13 +76,14 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     outputs = options.get("outputs") or ["md"]
     if isinstance(outputs, str):
         outputs = [o.strip() for o in outputs.split(",") if o.strip()]
-    bad = [o for o in outputs if o not in OUTPUT_KINDS]
+    kinds = output_kinds()  # the registered output formats (research/render/formats/)
+    bad = [o for o in outputs if o not in kinds]
     if bad:
         raise ValidationError(
             _("Unknown output(s) %(bad)s; choose from %(choices)s.")
-            % {"bad": ", ".join(bad), "choices": ", ".join(OUTPUT_KINDS)}
+            % {"bad": ", ".join(bad), "choices": ", ".join(kinds)}
         )
-    outputs = ["md"] + [o for o in OUTPUT_KINDS[1:] if o in outputs]
+    outputs = ["md"] + [o for o in rendered_kinds() if o in outputs]
     try:
         max_steps = int(options.get("max_steps") or settings.JOB_DEFAULT_STEPS)
     except (TypeError, ValueError):
@@ -232,9 +234,9 @@ def job_delete(*, job: ResearchJob) -> None:
 def plan_version_create(*, job: ResearchJob, plan: Plan, author: str, feedback: str = "",
                         accepted: bool = False) -> PlanVersion:
     with transaction.atomic():
-        last = job.plan_versions.order_by("-number").values_list("number", flat=True).first() or 0
+        number = job_number_next(job_id=job.pk, model=PlanVersion)
         version = PlanVersion.objects.create(
-            job=job, number=last + 1, author=author, plan=plan.model_dump(), feedback=feedback, accepted=accepted
+            job=job, number=number, author=author, plan=plan.model_dump(), feedback=feedback, accepted=accepted
         )
         event_type = "plan.ready" if author == "planner" else "plan.updated"
         event_emit(job_id=job.pk, type=event_type,
@@ -317,8 +319,8 @@ def plan_start(*, job: ResearchJob, version: PlanVersion) -> None:
 
 def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> ReportVersion:
     with transaction.atomic():
-        last = job.report_versions.order_by("-number").values_list("number", flat=True).first() or 0
-        version = ReportVersion.objects.create(job=job, number=last + 1, author=author, markdown=markdown)
+        number = job_number_next(job_id=job.pk, model=ReportVersion)
+        version = ReportVersion.objects.create(job=job, number=number, author=author, markdown=markdown)
     return version
 
 
@@ -400,7 +402,7 @@ def report_version_restore(*, job: ResearchJob, number: int) -> ReportVersion | 
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
-    if kind not in OUTPUT_KINDS[1:]:
+    if kind not in rendered_kinds():
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))

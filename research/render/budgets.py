@@ -5,7 +5,8 @@ made the PDF take 152 s (0.7 s for prose), a 6,000-row table 22 s, and one 48,00
 Chinese with no sentence punctuation made the podcast take 84 s, spoken as one sentence. So:
 
 - an edit with more headings or table cells than the budget is refused, with the reason
-  (`render_budget_problem`, called by the edit form's check before anything is saved or rendered);
+  (`over_budget`; the edit form's check, research/jobs/web/forms.py, says why before anything is saved
+  or rendered);
 - the PDF's table of contents lists at most research.render.pdf.TOC_MAX_ENTRIES and says how many more
   sections there are;
 - a spoken podcast line is cut at SPOKEN_LINE_MAX_CHARS (at a word boundary, or anywhere in a CJK run)
@@ -19,9 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-
-from django.conf import settings
-from django.utils.translation import gettext as _
 
 SPOKEN_LINE_MAX_CHARS = 600  # about 40 s of speech in English, 2 min in Chinese
 
@@ -59,30 +57,25 @@ def _could_exceed(markdown: str, max_headings: int, max_cells: int) -> bool:
     return sum(1 for line in markdown.splitlines() if line.lstrip()[:1] == "#") > max_headings
 
 
-def render_budget_problem(markdown: str) -> str:
-    """Why rendering this report would cost too much (headings, table cells), or "".
+def over_budget(markdown: str, *, max_headings: int, max_cells: int) -> tuple[str, int] | None:
+    """("headings" or "table_cells", the count found) when rendering would cost more than the budget, else None.
 
     Parsed in growing prefixes (cut at line ends): a prefix's block structure is the whole's up to the cut,
     so its counts never exceed the whole's, and an edit far over the budget is refused after parsing a
-    small part of it. The cost of the check is thereby bounded by the budget, not by the attack.
+    small part of it. The check's cost is thereby bounded by the budget, not by the attack.
     """
-    max_headings, max_cells = int(settings.REPORT_MAX_HEADINGS), int(settings.REPORT_MAX_TABLE_CELLS)
     if not _could_exceed(markdown, max_headings, max_cells):
-        return ""
+        return None
     size = 16_384
     while True:
         cut = len(markdown) if size >= len(markdown) else (markdown.rfind("\n", 0, size) + 1 or size)
         cost = render_cost(markdown[:cut])
         if cost.headings > max_headings:
-            return str(_("The report has %(n)s or more headings; at most %(max)s can be rendered (each one "
-                         "costs the PDF and slides a page break's worth of layout). Merge some sections.")
-                       % {"n": f"{cost.headings:,}", "max": f"{max_headings:,}"})
+            return "headings", cost.headings
         if cost.table_cells > max_cells:
-            return str(_("The report's tables have %(n)s or more cells; at most %(max)s can be rendered. Shorten "
-                         "the tables or link to the full data instead.")
-                       % {"n": f"{cost.table_cells:,}", "max": f"{max_cells:,}"})
+            return "table_cells", cost.table_cells
         if cut >= len(markdown):
-            return ""
+            return None
         size *= 4
 
 

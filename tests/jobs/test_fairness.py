@@ -92,9 +92,9 @@ def test_units_are_capped_per_account_across_its_jobs(sent, alice, bob, settings
     claimed = step_claim(first.pk, "s0")
     assert claimed is not None
     sent.clear()
-    from research.jobs.units.steps import _STEPS
+    from research.jobs.units.steps import step_finish
 
-    _STEPS.finish(first.pk, claimed[1], claimed[2], {"status": StepStatus.DONE})
+    step_finish(first.pk, claimed[1], claimed[2], status=StepStatus.DONE)
     assert ("schedule", second.pk) in sent
     job_schedule(job_id=second.pk)
     assert _queued(second) == 1 and fairness.units_in_use(alice.pk) == 2

@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from research import ratelimit
+from research.jobs.web.forms import render_budget_problem
 from research.knowledge.extract import DocumentRejected, extract_document
-from research.render.budgets import render_budget_problem, render_cost, spoken_line
+from research.render.budgets import render_cost, spoken_line
 from research.render.derive import podcast_script_from_markdown
 from research.render.pdf import TOC_MAX_ENTRIES, build_pdf_html
 

@@ -13,7 +13,7 @@ from typing import Any
 from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F
 from django.utils import timezone
 
 from research.agents.types import (
@@ -26,8 +26,9 @@ from research.agents.types import (
     ToolError,
 )
 from research.jobs.events import event_emit
+from research.jobs.locks import job_lock, job_number_next
 from research.jobs.models import LLMCall, ResearchJob, Source
-from research.jobs.units.leases import LeaseLost, lease_current
+from research.jobs.units.lease import LeaseLost, lease_current
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ class JobContext:
 
     # --- tools ---------------------------------------------------------------------------------
     def search(self, query: str, *, max_results: int = 8) -> list[SearchHit]:
-        from research.tools.search import web_search
+        from research.tools.search import ProviderError, web_search
 
         self.emit("step.activity", {"kind": "search", "query": query})
         providers = list(settings.SEARCH_PROVIDERS)
@@ -152,8 +153,12 @@ class JobContext:
         def knowledge(q: str, limit: int) -> list[SearchHit]:
             return [SearchHit(s.title, s.url, s.text[:300], "knowledge") for s in self.kb_search(q, limit=limit)]
 
-        def on_error(provider: str, message: str) -> None:
-            self.emit("step.activity", {"kind": "provider_error", "provider": provider, "error": message[:500]})
+        def on_error(error: ProviderError) -> None:
+            # The error's fields travel as they are (the page and failures.py read them, never parse text).
+            fields = error.as_dict()
+            self.emit("step.activity", {"kind": "provider_error", "provider": error.provider, "label": fields["label"],
+                                        "error_kind": fields["kind"], "status": error.status,
+                                        "error": error.message[:500]})
 
         try:
             hits = web_search(query, providers=providers, max_results=max_results,
@@ -199,11 +204,11 @@ class JobContext:
             try:
                 with transaction.atomic():
                     # Lock the job row so parallel steps hand out numbers one at a time.
-                    ResearchJob.objects.filter(pk=self.job_id).update(updated=timezone.now())
+                    job_lock(self.job_id, touch=True)
                     existing = Source.objects.filter(job_id=self.job_id, url=url).first()
                     if existing is not None:
                         return _source_ref(existing)
-                    number = (Source.objects.filter(job_id=self.job_id).aggregate(m=Max("number"))["m"] or 0) + 1
+                    number = job_number_next(job_id=self.job_id, model=Source)
                     src = Source.objects.create(
                         job_id=self.job_id, number=number, url=url, title=title[:500], kind=kind, text=text,
                         text_hash=hashlib.sha256(text.encode()).hexdigest(), step_id=self.step_id or "",

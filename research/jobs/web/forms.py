@@ -11,7 +11,8 @@ from django.utils.translation import gettext_lazy as _
 
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
-from research.render.budgets import render_budget_problem
+from research.render.budgets import over_budget
+from research.render.formats import output_formats
 
 STYLE_CHOICES = [
     ("academic", _("Academic")),
@@ -19,12 +20,17 @@ STYLE_CHOICES = [
     ("news", _("News")),
     ("social_media", _("Social media")),
 ]
-OUTPUT_CHOICES = [("pdf", "PDF"), ("pptx", _("Slides (PPTX)")), ("podcast", _("Podcast (MP3)"))]
+
 ENGINE_CHOICES = [("auto", _("Automatic")), ("llm", _("Model (vLLM)")), ("offline", _("Offline engine"))]
 LOCALE_CHOICES = [("auto", _("Same as the question")), ("en-US", "English"), ("zh-CN", "简体中文")]
 DEPTH_CHOICES = [("standard", _("Standard: one run per step")),
                  ("heavy", _("Heavy: parallel runs per step, merged"))]
 STEP_TYPE_CHOICES = [("research", _("Research")), ("analysis", _("Analysis")), ("processing", _("Processing (code)"))]
+
+
+def output_choices() -> list[tuple[str, Any]]:
+    """The rendered output formats, read from their registry each time a form is built."""
+    return [(f.kind, f.label) for f in output_formats() if f.render is not None]
 
 
 class DepthFields(forms.Form):
@@ -53,7 +59,7 @@ class JobCreateForm(DepthFields):
     style = forms.ChoiceField(label=_("Report style"), choices=STYLE_CHOICES, initial="academic")
     locale = forms.ChoiceField(label=_("Report language"), choices=LOCALE_CHOICES, initial="auto")
     max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, initial=settings.JOB_DEFAULT_STEPS)
-    outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=OUTPUT_CHOICES, required=False,
+    outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=output_choices, required=False,
                                         widget=forms.CheckboxSelectMultiple, initial=["pdf"])
     auto_accept = forms.BooleanField(label=_("Run the plan without review"), required=False)
     engine = forms.ChoiceField(label=_("Engine"), choices=ENGINE_CHOICES, initial="auto")
@@ -217,6 +223,21 @@ def report_markdown_problem(markdown: str) -> str:
         return str(_("The report has %(n)d “*” and “_” characters; at most %(max)d are accepted.")
                    % {"n": count, "max": MAX_REPORT_EMPHASIS})
     return render_budget_problem(markdown)  # headings and table cells (issue 34: render cost bounded)
+
+
+def render_budget_problem(markdown: str) -> str:
+    """Why rendering this report would cost too much (REPORT_MAX_HEADINGS, REPORT_MAX_TABLE_CELLS), or ""."""
+    max_headings, max_cells = int(settings.REPORT_MAX_HEADINGS), int(settings.REPORT_MAX_TABLE_CELLS)
+    over = over_budget(markdown, max_headings=max_headings, max_cells=max_cells)
+    if over is None:
+        return ""
+    what, count = over
+    if what == "headings":
+        return str(_("The report has %(n)s or more headings; at most %(max)s can be rendered (each one costs the PDF "
+                     "and slides a page break's worth of layout). Merge some sections.")
+                   % {"n": f"{count:,}", "max": f"{max_headings:,}"})
+    return str(_("The report's tables have %(n)s or more cells; at most %(max)s can be rendered. Shorten the "
+                 "tables or link to the full data instead.") % {"n": f"{count:,}", "max": f"{max_cells:,}"})
 
 
 class ReportEditForm(forms.Form):

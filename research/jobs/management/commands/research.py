@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from research.jobs import selectors, services
 from research.jobs.infra import infrastructure
 from research.jobs.models import JobEvent, JobStatus, ResearchJob
+from research.render.formats import output_kinds
 
 
 def cli_user(username: str | None) -> User:
@@ -42,7 +43,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question")
         parser.add_argument("--auto-accept", action="store_true", help="run the plan without review")
-        parser.add_argument("--outputs", default="md", help="comma-separated: md,pdf,pptx,podcast")
+        parser.add_argument("--outputs", default="md", help=f"comma-separated: {','.join(output_kinds())}")
         parser.add_argument("--style", default="academic")
         parser.add_argument("--locale", default="auto")
         parser.add_argument("--max-steps", type=int, default=settings.JOB_DEFAULT_STEPS)
