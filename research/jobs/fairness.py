@@ -79,6 +79,8 @@ def job_turn(job: ResearchJob) -> str:
 
 def job_wait_text(job: ResearchJob) -> str:
     """What the job page says while the job waits for one of the account's running jobs to end, or ""."""
+    if job.status == JobStatus.RESEARCHING:
+        return _units_wait_text(job)
     cap = int(settings.FAIR_USER_RUNNING_JOBS)
     if cap <= 0 or job.status != JobStatus.QUEUED:
         return ""
@@ -87,6 +89,20 @@ def job_wait_text(job: ResearchJob) -> str:
         return ""
     return ngettext("%(n)d of your jobs is running; this one starts when it ends.",
                     "%(n)d of your jobs are running; this one starts when one ends.", running) % {"n": running}
+
+
+def _units_wait_text(job: ResearchJob) -> str:
+    """While the account is at its unit cap and this job has steps still to run."""
+    cap = int(settings.FAIR_USER_RUNNING_UNITS)
+    if cap <= 0 or not job.steps.filter(status=StepStatus.PENDING).exists():
+        return ""
+    used = units_in_use(job.owner_id)
+    if used < cap:
+        return ""
+    return ngettext("Your jobs have %(n)d step running or queued, the most one account may; the next starts "
+                    "when it ends.",
+                    "Your jobs have %(n)d steps running or queued, the most one account may; the next start "
+                    "when one ends.", used) % {"n": used}
 
 
 def job_wait(job: ResearchJob) -> None:

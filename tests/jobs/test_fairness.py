@@ -85,6 +85,7 @@ def test_units_are_capped_per_account_across_its_jobs(sent, alice, bob, settings
     job_schedule(job_id=first.pk)
     job_schedule(job_id=second.pk)
     assert (_queued(first), _queued(second)) == (2, 0)  # alice's 3rd unit waits ...
+    assert "2 steps running or queued, the most one account may" in fairness.job_wait_text(second)
     theirs = _researching(bob, 1)
     job_schedule(job_id=theirs.pk)
     assert _queued(theirs) == 1  # ... and bob's first does not wait behind it
