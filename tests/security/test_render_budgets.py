@@ -173,3 +173,12 @@ def test_a_spoken_line_is_a_shortened_prefix(text, limit):
     assert len(out) <= limit
     if out != text:
         assert out.endswith("…") and text.startswith(out[:-1])
+
+
+def test_an_edit_full_of_angle_brackets_is_refused_before_rendering():
+    """The parser bench: 1M characters of unclosed tags took Markdown → HTML 15x plain prose."""
+    from research.jobs.web.forms import MAX_REPORT_ANGLES, report_markdown_problem
+
+    assert report_markdown_problem("# T\n\n" + "a < b. " * MAX_REPORT_ANGLES) == ""
+    problem = report_markdown_problem("# T\n\n" + "<p><b><i>x" * 10_000)  # 30,000 "<"
+    assert "“<” characters; at most 25000 are accepted" in problem

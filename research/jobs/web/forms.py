@@ -210,6 +210,9 @@ def plan_rows_apply(rows: list[dict[str, Any]], op: str) -> list[dict[str, Any]]
 MAX_REPORT_BRACKETS = 10_000
 # Emphasis markers cost it ~20 µs each (linear, but 300,000 of them are 13x a plain report of the same size).
 MAX_REPORT_EMPHASIS = 20_000
+# So does each "<" (the inline HTML and autolink rules, then the raw-tag scan): a 1M-character edit of
+# unclosed tags took 15x plain prose (issue 34's parser bench); a report has a handful.
+MAX_REPORT_ANGLES = 25_000  # "<http://" x 25,000 (an edit of issue #25, linear since) still passes
 
 
 def report_markdown_problem(markdown: str) -> str:
@@ -218,6 +221,10 @@ def report_markdown_problem(markdown: str) -> str:
     if count > MAX_REPORT_BRACKETS:
         return str(_("The report has %(n)d “[” characters; at most %(max)d are accepted.")
                    % {"n": count, "max": MAX_REPORT_BRACKETS})
+    count = markdown.count("<")
+    if count > MAX_REPORT_ANGLES:
+        return str(_("The report has %(n)d “<” characters; at most %(max)d are accepted.")
+                   % {"n": count, "max": MAX_REPORT_ANGLES})
     count = markdown.count("*") + markdown.count("_")
     if count > MAX_REPORT_EMPHASIS:
         return str(_("The report has %(n)d “*” and “_” characters; at most %(max)d are accepted.")
