@@ -20,6 +20,7 @@ steps.py; the locks are taken in the order job row, then the owner's user row.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -173,7 +174,7 @@ def schedule_others(owner_id: int, *, except_job: int) -> None:
         enqueue_schedule(job_id)
 
 
-def job_cost(options: dict[str, Any]) -> int:
+def job_cost(options: Mapping[str, Any]) -> int:
     """What a new job counts against JOB_CREATE_RATE: 1, or k for a heavy job with k runs per step."""
     if options.get("depth") == "heavy":
         return max(1, int(options.get("runs") or 1))
