@@ -313,6 +313,8 @@ REPORT_MAX_HEADINGS = env_int("REPORT_MAX_HEADINGS", 300)
 REPORT_MAX_TABLE_CELLS = env_int("REPORT_MAX_TABLE_CELLS", 3000)
 # Bytes of documents one account may send to extraction in a sliding hour (per-user budget; each file has its own).
 KB_USER_EXTRACT_BYTES_PER_H = env_int("KB_USER_EXTRACT_BYTES_PER_H", 200 * 1000 * 1000)
+# Documents of one account being extracted at once (the rest wait in order; 0 = no cap).
+KB_USER_INDEXING_AT_ONCE = env_int("KB_USER_INDEXING_AT_ONCE", 2)
 KB_INDEX_MAX_ATTEMPTS = env_int("KB_INDEX_MAX_ATTEMPTS", 2)  # deliveries whose worker was lost
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

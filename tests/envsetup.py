@@ -35,6 +35,7 @@ os.environ.setdefault("JOB_CREATE_RATE", "1000/h")
 # jobs of one user at once.
 os.environ.setdefault("FAIR_USER_RUNNING_JOBS", "0")
 os.environ.setdefault("FAIR_USER_RUNNING_UNITS", "0")
+os.environ.setdefault("KB_USER_INDEXING_AT_ONCE", "0")
 # Rate limits count in each process's memory unless a test asks for Redis (tests/security/test_ratelimit.py).
 os.environ.setdefault("RATELIMIT_CACHE_URL", "locmem://")
 for _rate in ("RERENDER_RATE", "REPORT_EDIT_RATE", "KB_UPLOAD_RATE", "LOGIN_RATE", "SIGNUP_RATE",
