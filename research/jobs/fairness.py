@@ -150,7 +150,11 @@ def unit_cost(runs: int) -> int:
 
 
 def steps_admitted(owner_id: int, costs: list[int]) -> int:
-    """How many of the ready steps (their costs, in order) fit in the account's free unit slots."""
+    """How many of the ready steps (their costs, in order) fit in the account's free unit slots; decided under
+    the owner's lock (after the job row's), so two schedulers of one account cannot both take the last."""
+    if int(settings.FAIR_USER_RUNNING_UNITS) <= 0 or not costs:
+        return len(costs)
+    owner_lock(owner_id)
     slots = unit_slots(owner_id)
     if slots is None:
         return len(costs)

@@ -76,7 +76,6 @@ def job_schedule(*, job_id: int) -> None:
         by_id = {s.step_id: s for s in steps}
         ready_now = [by_id[step_id] for step_id in ready[:slots]]
         # Fair share: no more than the owner's free unit slots over all their jobs (research/jobs/fairness.py).
-        fairness.owner_lock(job.owner_id)
         ready_now = ready_now[:fairness.steps_admitted(job.owner_id, [
             fairness.unit_cost(step_runs(job.options, s.step_type)) for s in ready_now])]
         heavy = [s for s in ready_now if step_is_heavy(job, s)]
