@@ -78,13 +78,19 @@ def parser(*, every_link: bool = False) -> MarkdownIt:
 def parse(md: str, *, every_link: bool = False) -> tuple[list[Token], dict[str, Any]]:
     """The block tokens of `md` (inline children parsed) and markdown-it's env (reference definitions).
 
-    The last few parses are kept: the check, the edit view and the references reader read the same
-    text several times. Callers must not change the tokens.
+    The last few parses of texts up to _CACHED_CHARS are kept: the check, the edit view and the
+    references reader read the same text several times. Callers must not change the tokens.
     """
+    if len(md) > _CACHED_CHARS:  # a long report's tokens take much memory: parsed again instead
+        env: dict[str, Any] = {}
+        return parser(every_link=every_link).parse(md, env), env
     return _parse(md, every_link)
 
 
-@lru_cache(maxsize=8)
+_CACHED_CHARS = 120_000
+
+
+@lru_cache(maxsize=6)
 def _parse(md: str, every_link: bool) -> tuple[list[Token], dict[str, Any]]:
     env: dict[str, Any] = {}
     return parser(every_link=every_link).parse(md, env), env

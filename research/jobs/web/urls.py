@@ -2,11 +2,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from research.jobs.web import conversation_views, views
+from research.ratelimit import limited_in_service, ratelimited
 
 urlpatterns = [
     # Failed logins are throttled by django-axes in authenticate() itself (research/settings.py AXES_*).
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", limited_in_service("LOGIN_RATE")(auth_views.LoginView.as_view()), name="login"),
+    path("accounts/logout/", ratelimited("write", "WRITE_RATE")(auth_views.LogoutView.as_view()), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("", views.job_list, name="job_list"),
     path("jobs/new/", views.job_new, name="job_new"),
