@@ -320,5 +320,8 @@ def test_research_it_anyway_after_a_direct_answer_searches_first(alice, sent, li
     job.refresh_from_db()
     assert job.status == S.AWAITING_REVIEW, job.error  # a plan to review, where a greeting was answered
     assert follows(moves(job), S.INVESTIGATING, S.PLANNING)
+    # The background search ran for the question (the test site has no page on greetings: no hits).
+    assert [e["query"] for e in events(job, "step.activity") if e.get("kind") == "search"] == ["hello"]
+    assert "background_text" in job.options
     assert len(planner_calls) == 1 and planner_calls[0]["background"] == job.options["background_text"]
     assert job.options["direct_answer"] is False and job.plan_versions.count() == 1
