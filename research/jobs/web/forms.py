@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
+from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
 
 STYLE_CHOICES = [
     ("academic", _("Academic")),
@@ -47,13 +48,17 @@ class DepthFields(forms.Form):
 
 class JobCreateForm(DepthFields):
     field_order = ["question", "style", "locale", "max_steps", "depth", "runs"]
-    question = forms.CharField(label=_("Research question"), max_length=4000,
-                               widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}))
+    # No max_length: the browser would cut a long paste silently at it. The limit is checked by
+    # question_clean (the same message as the CLI and the API) and shown by a live counter (data-max).
+    question = forms.CharField(label=_("Research question"), widget=forms.Textarea(
+        attrs={"rows": 3, "autofocus": True, "data-max": MAX_QUESTION_CHARS, "aria-describedby": "question-count"}))
     style = forms.ChoiceField(label=_("Report style"), choices=STYLE_CHOICES, initial="academic")
     locale = forms.ChoiceField(label=_("Report language"), choices=LOCALE_CHOICES, initial="auto")
     max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, initial=settings.JOB_DEFAULT_STEPS)
+    # All of them by default, as the README promises; the Markdown report is always made.
     outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=OUTPUT_CHOICES, required=False,
-                                        widget=forms.CheckboxSelectMultiple, initial=["pdf"])
+                                        widget=forms.CheckboxSelectMultiple, initial=["pdf", "pptx", "podcast"],
+                                        help_text=_("The Markdown report (report.md) is always made."))
     auto_accept = forms.BooleanField(label=_("Run the plan without review"), required=False)
     engine = forms.ChoiceField(label=_("Engine"), choices=ENGINE_CHOICES, initial="auto")
     kb = forms.TypedChoiceField(label=_("Knowledge base"), required=False, coerce=int, empty_value=None)
@@ -69,6 +74,9 @@ class JobCreateForm(DepthFields):
         kb_field = self.fields["kb"]
         assert isinstance(kb_field, forms.TypedChoiceField)
         kb_field.choices = [("", _("None")), *(collections or [])]
+
+    def clean_question(self) -> str:
+        return question_clean(self.cleaned_data.get("question"))
 
     def options(self) -> dict[str, Any]:
         data = self.cleaned_data

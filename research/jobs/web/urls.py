@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
+from django.views.generic import RedirectView
 
-from research.jobs.web import conversation_views, views
+from research.jobs.web import conversation_views, kb_views, views
 
 urlpatterns = [
     # Failed logins are throttled by django-axes in authenticate() itself (research/settings.py AXES_*).
@@ -9,7 +10,10 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("", views.job_list, name="job_list"),
+    path("jobs/", RedirectView.as_view(pattern_name="job_list")),  # the list lives at /
     path("jobs/new/", views.job_new, name="job_new"),
+    path("jobs/<int:job_id>/kb/", kb_views.job_kb_attach, name="job_kb_attach"),
+    path("jobs/<int:job_id>/kb/upload/", kb_views.job_kb_upload, name="job_kb_upload"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("jobs/<int:job_id>/panel/", views.job_panel, name="job_panel"),
     path("jobs/<int:job_id>/events/", views.job_events, name="job_events"),

@@ -24,8 +24,9 @@ from research.agents.types import Plan
 from research.errors import error_text
 from research.jobs import selectors, services, storage
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
-from research.jobs.search_check import search_check_latest
-from research.jobs.web.failures import failure_explain, search_advice, search_unreachable_text
+from research.jobs.questions import MAX_QUESTION_CHARS
+from research.jobs.search_check import search_check_latest, web_probe_cached
+from research.jobs.web.failures import failure_explain, search_unreachable_text
 from research.jobs.web.forms import (
     JobCreateForm,
     PlanMetaForm,
@@ -84,7 +85,13 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def job_new(request: HttpRequest) -> HttpResponse:
-    form = JobCreateForm(request.POST or None, collections=_collections(request.user))
+    collections = _collections(request.user)
+    initial: dict[str, Any] = {}
+    if request.GET.get("kb", "").isdigit() and int(request.GET["kb"]) in dict(collections):
+        initial["kb"] = int(request.GET["kb"])  # back from "upload a file" on this page: that KB is chosen
+    form = JobCreateForm(request.POST or None, collections=collections, initial=initial)
+    page = {"form": form, "has_kb": bool(collections), "search": web_probe_cached(),
+            "question_max": MAX_QUESTION_CHARS}
     if request.method == "POST" and form.is_valid():
         try:
             job = services.job_create(user=_user(request), question=form.cleaned_data["question"],
@@ -93,17 +100,17 @@ def job_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc)
         except services.RateLimited as exc:
             form.add_error(None, str(exc))
-            response = render(request, "jobs/new.html", {"form": form}, status=429)
+            response = render(request, "jobs/new.html", page, status=429)
             response["Retry-After"] = str(exc.verdict.retry_after)
             return response
         except services.CounterUnavailable as exc:  # the form comes back with the question, not a bare 503 page
             form.add_error(None, exc.message)
-            response = render(request, "jobs/new.html", {"form": form}, status=503)
+            response = render(request, "jobs/new.html", page, status=503)
             response["Retry-After"] = str(exc.retry_after)
             return response
         else:
             return redirect("job_detail", job_id=job.pk)
-    return render(request, "jobs/new.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "jobs/new.html", page, status=400 if form.errors else 200)
 
 
 def _figure_url(job: ResearchJob) -> Any:
@@ -205,11 +212,28 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
     if job.status == JobStatus.AWAITING_REVIEW and "formset" not in extra:
         ctx.update(_plan_forms(job))
     if job.status == JobStatus.AWAITING_REVIEW:
-        check = search_check_latest(job=job)
-        if check and not check["ok"]:
-            ctx["search_warning"] = search_unreachable_text(check.get("reasons") or [])
-            ctx["search_advice"] = search_advice()
+        ctx.update(_search_state(request, job))
     ctx.update(extra)
+    return ctx
+
+
+def _search_state(request: HttpRequest, job: ResearchJob) -> dict[str, Any]:
+    """What the plan page says about searching, true of this job: blocked (nothing to search), KB only, or ok."""
+    check = search_check_latest(job=job)
+    kb_id = job.options.get("kb")
+    ctx: dict[str, Any] = {"kb_choices": _collections(request.user), "job_kb": kb_id,
+                           "job_kb_name": dict(_collections(request.user)).get(kb_id) if kb_id else None}
+    if not check:
+        return ctx
+    if not check["ok"]:
+        ctx["search_blocked"] = True
+        ctx["search_warning"] = (search_unreachable_text(check.get("reasons") or []) if check.get("web", True)
+                                 else _("Web search is off for this job and no knowledge base is attached."))
+    elif check.get("kb") and not check.get("web_ok", check.get("web")):
+        ctx["search_kb_only"] = (_("Web search is off for this job: the research searches the knowledge base "
+                                   "alone.") if not check.get("web") else
+                                 _("No web search provider could be reached: the research searches the "
+                                   "knowledge base alone."))
     return ctx
 
 
@@ -254,6 +278,12 @@ def job_plan(request: HttpRequest, job_id: int) -> HttpResponse:
         return render(request, "jobs/detail.html", _detail_context(request, job, **forms))
     forms = _plan_forms(job, data=request.POST)
     formset, meta = forms["formset"], forms["meta"]
+    if op == "accept" and _search_state(request, job).get("search_blocked"):
+        # The page offers no "Accept" then; a stale page or a script gets the same answer, with its edits kept.
+        meta.is_valid()
+        meta.add_error(None, _("Nothing can be searched for this job: attach a knowledge base (or upload a "
+                               "file) first."))
+        return render(request, "jobs/detail.html", _detail_context(request, job, **forms), status=400)
     if formset.is_valid() and meta.is_valid():
         plan = formset.to_plan(title=meta.cleaned_data["title"], locale=forms["plan"].locale,
                                thought=forms["plan"].thought)
