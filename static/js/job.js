@@ -55,6 +55,9 @@
     artifact_started: "Making the {kind}", artifact_ready: "File ready: {name}",
     artifact_failed: "The {kind} could not be made", job_failed: "The job failed", job_done: "Done",
     search_ok: "Web search is reachable", search_down: "No web search provider could be reached",
+    search_kb_only: "Web search is off: the research searches the knowledge base alone",
+    search_kb_fallback: "No web search provider could be reached: the research searches the knowledge base alone",
+    search_none: "Web search is off and no knowledge base is attached: nothing can be searched",
     conn_live: "live", conn_forbidden: "not allowed", conn_reconnecting: "reconnecting…",
     queries: "Searches", sources: "Sources found", pages: "Pages read", code_title: "Code run", finding: "Finding",
     results: "{count} results", lines: "{lines} lines", exit: "exit code {code}", unreadable: "could not read",
@@ -105,6 +108,14 @@
     return node;
   }
 
+  // True of this job: "reachable" only when a web provider answered (events before issue 33 have no web_ok).
+  function searchText(p) {
+    const webOk = p.web_ok === undefined ? (p.ok && p.web !== false && !p.kb) : p.web_ok;
+    if (p.web === false) return p.kb ? t("search_kb_only") : t("search_none");
+    if (webOk) return t("search_ok");
+    return p.kb ? t("search_kb_fallback") : t("search_down");
+  }
+
   function describe(ev) {
     const p = ev.payload || {};
     const v = Object.assign({}, p, {title: titleOf(p.step)});
@@ -114,7 +125,7 @@
       case "plan.ready": return t("plan_ready", {version: p.version, title: (p.plan && p.plan.title) || ""});
       case "plan.updated": return t("plan_updated", {version: p.version, author: label("authors", p.author)});
       case "plan.accepted": return t("plan_accepted", p);
-      case "search.checked": return p.ok ? t("search_ok") : t("search_down");
+      case "search.checked": return searchText(p);
       case "step.queued": return t("step_queued", v);
       case "run.queued": case "run.started": case "run.completed": case "run.failed": case "run.cancelled":
       case "run.requeued":
