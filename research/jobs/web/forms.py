@@ -156,10 +156,8 @@ class BasePlanStepFormSet(forms.BaseFormSet):
 
     def _steps(self) -> list[tuple[int, str, str]]:
         """(position, id, title) of each step as shown, for choosing dependencies by title."""
-        if self.is_bound:
-            rows = plan_rows_from_post(self.data, self.prefix)
-        else:
-            rows = list(self.initial or [])
+        rows: list[Any] = (plan_rows_from_post(self.data, self.prefix or "form") if self.is_bound
+                           else list(self.initial or []))
         return [(n, str(r.get("id", "")), str(r.get("title", ""))) for n, r in enumerate(rows, 1)]
 
     def clean(self) -> None:
