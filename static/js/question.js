@@ -5,10 +5,10 @@
   const out = document.getElementById("question-count");
   if (!box || !out) return;
   const max = parseInt(box.dataset.max, 10);
-  const template = out.dataset.template || "%(n)s / %(max)s";
+  const template = out.dataset.template || "{n} / {max}";
   function update() {
     const n = box.value.length;
-    out.textContent = template.replace("%(n)s", n.toLocaleString()).replace("%(max)s", max.toLocaleString());
+    out.textContent = template.replace("{n}", n.toLocaleString()).replace("{max}", max.toLocaleString());
     out.classList.toggle("over", n > max);
   }
   box.addEventListener("input", update);
