@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from research import textre
+from research.agents.engines.offline_titles import readable_steps
 from research.agents.rank import RankedSentence, near_duplicate, rank_sentences, split_sentences, tokenize
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import (
@@ -728,6 +729,7 @@ class OfflineEngine:
                     depends_on=[],
                 )
             )
+        steps = readable_steps(steps, question=ctx.question, locale=locale)  # never split inside a clause
         facet_names = "、".join(s.title for s in steps) if zh else ", ".join(s.title for s in steps)
         if zh:
             thought = f"离线规划：先按问题的各部分、再按常见方面检索（{facet_names}）；关键词：{'、'.join(terms)}。"
