@@ -28,7 +28,7 @@ def _language(page, base: str, lang: str) -> None:
     page.wait_for_selector("html[lang='zh-hans']")
 
 
-def _submit(page, base: str, question: str, *, max_steps: int, outputs=("pdf",)) -> int:
+def _submit(page, base: str, question: str, *, max_steps: int, outputs=("pdf",), auto_accept: bool = False) -> int:
     page.goto(base + "/jobs/new/")
     page.fill("textarea[name=question]", question)
     page.select_option("select[name=engine]", "offline")
@@ -36,6 +36,8 @@ def _submit(page, base: str, question: str, *, max_steps: int, outputs=("pdf",))
     for box in page.query_selector_all("input[name=outputs]"):
         if box.is_checked() != (box.get_attribute("value") in outputs):
             box.click()
+    if auto_accept:
+        page.check("#id_auto_accept")
     page.click("#submit-job")
     page.wait_for_url(re.compile(r".*/jobs/\d+/$"))
     return int(page.url.rstrip("/").split("/")[-1])
@@ -105,8 +107,11 @@ def test_no_search_is_warned_at_plan_time_and_failure_is_said_once(page, dora, d
     page.wait_for_selector("#plan-editor", timeout=90_000)
     warning = page.wait_for_selector("#search-warning", timeout=30_000).inner_text()
     assert "SearXNG" in warning and ("SEARXNG_URL" in warning)
+    # Issue 33: no run that can only fail is offered; the ways forward are (a knowledge base, SEARXNG_URL).
+    assert page.is_disabled("#accept-plan") and page.is_visible("#ways-forward #kb-upload-form")
     shot(page, f"{lang}-4-plan-no-search")
-    page.click("#accept-plan")
+    # A run that skips the review (auto-accept) still fails with one reason, said once.
+    job_id = _submit(page, base, question, max_steps=3, auto_accept=True)
     page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
     page.wait_for_selector("#job-error .failure-summary")
     page.wait_for_timeout(6_000)
