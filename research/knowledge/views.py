@@ -215,7 +215,8 @@ def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLi
                 request, _("%(file)s: rejected: %(reason)s") % {"file": result.filename, "reason": result.error}
             )
         elif result.created:
-            messages.success(request, _("%(file)s: added; indexing…") % {"file": result.filename})
+            messages.success(request, _("%(file)s: added; indexing…") % {"file": result.filename},
+                             extra_tags="kb-indexing")  # removed by kb_status.js once indexed
         else:
             messages.info(
                 request,

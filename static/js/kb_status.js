@@ -32,6 +32,8 @@
       if (!response.ok) throw new Error(String(response.status));
       const data = await response.json();
       data.documents.forEach(apply);
+      // "x.md: added; indexing…" is out of date once nothing is indexing any more.
+      if (!pending()) document.querySelectorAll(".messages li.kb-indexing").forEach((li) => li.remove());
       delay = 1500;
     } catch (err) {
       delay = Math.min(delay * 2, 15000); // the server is busy or restarting: ask less often

@@ -84,6 +84,8 @@ def test_first_ten_minutes_without_internet(page, dora, no_search_stack, lang, t
     page.goto(base + "/jobs/new/")
     page.fill("textarea[name=question]", QUESTIONS[lang])
     assert page.inner_text("#question-count").startswith(str(len(QUESTIONS[lang])))
+    if lang == "zh":
+        assert "个字符" in page.inner_text("#question-count")
     page.select_option("select[name=engine]", "offline")
     page.select_option("select[name=kb]", label="notes" if lang == "en" else "笔记")
     page.fill("#id_max_steps", "2")
@@ -121,6 +123,9 @@ def test_first_ten_minutes_without_internet(page, dora, no_search_stack, lang, t
     assert job.steps.order_by("position").first().title == new_title
     timeline = page.inner_text("#timeline")
     assert "Web search is reachable" not in timeline and "other activity" not in timeline
+    assert page.locator(".messages li").count() == 0  # "Plan accepted; research is starting" is out of date
+    first_time = page.inner_text("#timeline time >> nth=0")  # in the page's language, not the browser's (en-US)
+    assert ("AM" in first_time or "PM" in first_time) == (lang == "en"), first_time
     shot(page, f"first-{lang}-3-done")
 
     # Download the four files and read each back.
@@ -145,3 +150,31 @@ def test_first_ten_minutes_without_internet(page, dora, no_search_stack, lang, t
     probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
                             str(files[".mp3"])], capture_output=True, text=True, check=True)
     assert float(probe.stdout.strip()) > 5
+
+
+def test_a_retry_that_fails_again_shows_one_failure_per_step(page, dora, no_search_stack):
+    """Nothing to search, review skipped: the job fails; a retry fails again with the same reason, and each
+    step card still shows one "failed" entry, not one per attempt."""
+    base = no_search_stack.url
+    sign_in(page, base)
+    page.goto(base + "/jobs/new/")
+    page.fill("textarea[name=question]", "How cheap is wind power now?")
+    page.select_option("select[name=engine]", "offline")
+    page.fill("#id_max_steps", "2")
+    for box in page.query_selector_all("input[name=outputs]"):
+        if box.is_checked():
+            box.click()
+    page.check("#id_auto_accept")
+    page.click("#submit-job")
+    page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
+    page.wait_for_selector(".step-card.card-failed")
+    page.click("#retry-job")
+    page.wait_for_selector("#job:not([data-status='failed'])")
+    page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
+    page.wait_for_timeout(3_000)  # the live updates settle
+    cards = page.locator(".step-card")
+    assert cards.count() >= 1
+    for i in range(cards.count()):
+        assert cards.nth(i).locator(".card-error").count() == 1
+    assert "SearXNG" in page.inner_text("#job-error .failure-summary")
+    assert "other activity" not in page.inner_text("#timeline")
