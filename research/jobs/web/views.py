@@ -79,7 +79,13 @@ def signup(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
-    jobs = selectors.job_list_for_user(user=request.user)[:200]
+    jobs = list(selectors.job_list_for_user(user=request.user)[:200])
+    # Depth, knowledge base and outputs tell apart two jobs on the same question (issue 33).
+    kb_names = dict(_collections(request.user))
+    labels = {"md": "Markdown", "pdf": "PDF", "pptx": _("Slides"), "podcast": _("Podcast")}
+    for job in jobs:
+        job.kb_name = kb_names.get(job.options.get("kb"))  # type: ignore[attr-defined]
+        job.output_labels = [labels.get(o, o) for o in job.options.get("outputs") or ["md"]]  # type: ignore[attr-defined]
     return render(request, "jobs/list.html", {"jobs": jobs})
 
 
