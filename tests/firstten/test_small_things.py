@@ -40,3 +40,18 @@ def test_kb_search_numbers_passages_from_one(alice, alice_client):
     page = _html(alice_client.get(f"/kb/{notes.pk}/", {"q": "heat pumps"}))
     titles = [a.text_content() for a in page.xpath("//a[@class='kb-hit-title']")]
     assert titles == ["Heat #1"] and "chunk-0" not in lxml.html.tostring(page, encoding="unicode")
+
+
+def test_citation_error_names_the_numbers_in_the_references_list(alice, alice_client, monkeypatch):
+    """Nine sources were found but the report lists six: an unknown [7] is told "(1–6)", not "(1–9)"."""
+    from research.jobs.models import ReportVersion, Source
+
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    job = services.job_create(user=alice, question="Heat pumps?", options={})
+    for n in range(1, 10):
+        Source.objects.create(job=job, number=n, url=f"https://example.org/{n}", title=f"Page {n}", kind="web")
+    refs = "\n".join(f"- [{n}] [Page {n}](https://example.org/{n})" for n in range(1, 7))
+    ReportVersion.objects.create(job=job, number=1, markdown=f"# R\n\nText [1].\n\n## References\n\n{refs}\n")
+    edit = f"# R\n\nText [1] and [7].\n\n## References\n\n{refs}\n"
+    html = alice_client.post(f"/jobs/{job.pk}/report/edit/", {"markdown": edit}).content.decode()
+    assert "Unknown citation numbers: [7]" in html and "(1–6)" in html and "1–9" not in html

@@ -374,8 +374,14 @@ def _report_check(job: ResearchJob, markdown: str) -> str:
     unknown = selectors.report_unknown_citations(job=job, markdown=markdown)
     if not unknown:
         return ""
+    # The numbers the user sees in the references list, not the count of every source the research found.
+    known = selectors.report_citable_numbers(job=job, markdown=markdown)
+    if known and known == list(range(known[0], known[-1] + 1)):
+        allowed = f"{known[0]}–{known[-1]}"
+    else:
+        allowed = ", ".join(str(n) for n in known) or "—"
     return _("Unknown citation numbers: %(nums)s. Each [n] must match a source in the references list "
-             "(1–%(max)d).") % {"nums": ", ".join(f"[{n}]" for n in unknown), "max": job.sources.count()}
+             "(%(allowed)s).") % {"nums": ", ".join(f"[{n}]" for n in unknown), "allowed": allowed}
 
 
 @login_required
