@@ -8,11 +8,15 @@ ffprobe, the Markdown itself).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from pptx import Presentation
 
@@ -177,3 +181,38 @@ def test_a_retry_that_fails_again_shows_one_failure_per_step(page, dora, no_sear
         assert cards.nth(i).locator(".card-error").count() == 1
     assert "SearXNG" in page.inner_text("#job-error .failure-summary")
     assert "other activity" not in page.inner_text("#timeline")
+
+
+def test_knowledge_base_only_jobs_from_the_cli_and_the_api(dora, no_search_stack):
+    """No search reachable: `research --kb NAME` and the API's {"kb": ID, "web": false} both finish with a
+    report cited to the knowledge base."""
+    from research.api import services as token_services
+    from research.jobs.models import Source
+    from research.knowledge import services as kb_services
+
+    notes = kb_services.collection_create(owner=dora, name="notes")
+    kb_services.document_add(collection=notes, filename=NOTES["en"][0], data=NOTES["en"][1].encode())
+    cli = subprocess.run(
+        [sys.executable, "manage.py", "research", QUESTIONS["en"], "--engine", "offline", "--kb", "notes",
+         "--auto-accept", "--outputs", "md", "--max-steps", "2", "--user", "dora", "--json"],
+        cwd=Path(__file__).resolve().parents[2], env=no_search_stack.env, capture_output=True, text=True,
+        timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    result = json.loads(cli.stdout.strip().splitlines()[-1])
+    assert result["status"] == "done" and result["error"] is None and "md" in result["artifacts"]
+    assert {s.kind for s in Source.objects.filter(job_id=result["job"])} == {"kb"}
+
+    _token, secret = token_services.token_create(user=dora, name="first-ten")
+    api = httpx.Client(base_url=no_search_stack.url, headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    created = api.post("/api/v1/jobs", json={"question": QUESTIONS["en"], "engine": "offline", "kb": notes.pk,
+                                              "web": False, "auto_accept": True, "max_steps": 2,
+                                              "outputs": ["md"]})
+    assert created.status_code == 201, created.text
+    job_id = created.json()["id"]
+    for _ in range(240):
+        body = api.get(f"/api/v1/jobs/{job_id}").json()
+        if body["status"] in ("done", "failed"):
+            break
+        time.sleep(0.5)
+    assert body["status"] == "done", body
+    assert {s.kind for s in Source.objects.filter(job_id=job_id)} == {"kb"}
