@@ -216,3 +216,25 @@ def test_knowledge_base_only_jobs_from_the_cli_and_the_api(dora, no_search_stack
         time.sleep(0.5)
     assert body["status"] == "done", body
     assert {s.kind for s in Source.objects.filter(job_id=job_id)} == {"kb"}
+
+
+def test_long_titles_wrap_on_every_page(page, dora, no_search_stack):
+    """A long question (and one long unbroken word) never widens a page nor makes a wall of a heading."""
+    from research.jobs import services
+    from research.knowledge import services as kb_services
+
+    base = no_search_stack.url
+    word = "Supercalifragilistic" * 15  # 300 characters, no break opportunity
+    question = f"Why {word}? " + "How do heat pumps work in the cold, and what do they cost? " * 50
+    notes = kb_services.collection_create(owner=dora, name=word[:100])
+    job = services.job_create(user=dora, question=question[:3900], options={"kb": notes.pk, "engine": "offline",
+                                                                             "max_steps": 1})
+    sign_in(page, base)
+    for path in ("/", f"/jobs/{job.pk}/", "/kb/", f"/kb/{notes.pk}/"):
+        page.goto(base + path)
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, (path, overflow)
+    page.goto(base + f"/jobs/{job.pk}/")
+    assert page.eval_on_selector("h1.question", "e => e.getBoundingClientRect().height") < 400
+    page.click("#full-question summary")
+    assert "what do they cost" in page.inner_text("#full-question")
