@@ -60,7 +60,7 @@ def _paths(stack: Any) -> dict[str, Callable[[str], object]]:
     from research.jobs.web.forms import report_markdown_problem
     from research.knowledge.extract import DocumentRejected, extract_document
     from research.knowledge.text import chunk_text
-    from research.llm.client import parse_tool_call_tags, split_reasoning
+    from research.llm.parsing import parse_tool_call_tags, split_reasoning
     from research.render.derive import podcast_script_from_markdown
     from research.render.html import markdown_to_html
     from research.render.tts import speech_segments

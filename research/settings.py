@@ -319,3 +319,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
 }
+# Every job status move, one line each ("transition JOB FROM TO"), appended to this file when set.
+JOB_TRANSITIONS_LOG = env_str("JOB_TRANSITIONS_LOG", "")
+if JOB_TRANSITIONS_LOG:
+    LOGGING["handlers"]["transitions"] = {  # type: ignore[index]
+        "class": "logging.FileHandler", "filename": JOB_TRANSITIONS_LOG, "formatter": "bare"}
+    LOGGING["formatters"]["bare"] = {"format": "%(message)s"}  # type: ignore[index]
+    LOGGING["loggers"]["research.jobs.transitions"] = {  # type: ignore[index]
+        "handlers": ["transitions"], "level": "INFO"}

@@ -7,7 +7,8 @@ from django.contrib.auth.models import User
 from django.utils import translation
 
 # SIGTERM (`timeout`, a cancelled CI job) tears fixtures down like Ctrl-C, so nothing they started is orphaned.
-pytest_plugins = ["tests.support.sigterm"]
+# lanes: every test is marked unit, integration or browser (make test-fast selects `unit`).
+pytest_plugins = ["tests.support.sigterm", "tests.support.lanes"]
 
 
 @pytest.fixture(autouse=True)

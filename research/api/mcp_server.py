@@ -26,6 +26,7 @@ from pydantic import AnyHttpUrl, BaseModel, Field
 from research.api.selectors import job_detail
 from research.jobs import selectors, services, storage
 from research.jobs.models import JobStatus, ResearchJob
+from research.render.formats import OutputKind
 
 POLL_S = 1.0
 
@@ -34,7 +35,7 @@ class ResearchOptions(BaseModel):
     """The new-job form's options. Plans run without review unless auto_accept is false."""
 
     style: Literal["academic", "popular_science", "news", "social_media"] = "academic"
-    outputs: list[Literal["md", "pdf", "pptx", "podcast"]] = Field(default=["md"])
+    outputs: list[OutputKind] = Field(default=["md"])
     max_steps: int | None = None
     locale: str = "auto"
     engine: Literal["auto", "llm", "offline"] | None = None

@@ -15,6 +15,7 @@ from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool
 
 from research.agents.depth import MAX_RUNS
+from research.render.formats import OutputKind
 
 MAX_ID = 2**63 - 1  # ids and counters are 64-bit integers in the database
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
@@ -56,7 +57,7 @@ class JobCreateIn(Schema):
                         description="Report language: auto (same as the question), en-US, zh-CN, …")
     max_steps: StepsInt | None = Field(None,
                                   description="Most plan steps (default from the server settings).")
-    outputs: list[Literal["md", "pdf", "pptx", "podcast"]] = Field(default=["md"])  # pydantic copies defaults
+    outputs: list[OutputKind] = Field(default=["md"])  # pydantic copies defaults
     auto_accept: Bool = Field(False, description="Run the plan without review.")
     engine: Literal["auto", "llm", "offline"] | None = None
     kb: IdInt | None = Field(None, description="Id of one of your knowledge bases to search "

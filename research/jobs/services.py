@@ -36,11 +36,12 @@ from research.jobs.models import (
 )
 from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
 from research.jobs.states import InvalidTransition, job_set_status
+from research.render.formats import output_kinds, rendered_kinds
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ENGINES", "MAX_QUESTION_CHARS", "OUTPUT_KINDS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
+    "ENGINES", "MAX_QUESTION_CHARS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
     "RateLimited",
     "StalePlan", "job_cancel", "job_create", "job_delete", "job_kb_attach", "job_options_clean", "job_retry",
     "job_set_status",
@@ -48,7 +49,6 @@ __all__ = [
     "report_edit_checked", "report_edit_save", "report_edit_submit", "report_version_create",
 ]
 
-OUTPUT_KINDS = ("md", "pdf", "pptx", "podcast")
 ENGINES = ("auto", "llm", "offline")
 
 
@@ -75,13 +75,14 @@ def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
     outputs = options.get("outputs") or ["md"]
     if isinstance(outputs, str):
         outputs = [o.strip() for o in outputs.split(",") if o.strip()]
-    bad = [o for o in outputs if o not in OUTPUT_KINDS]
+    kinds = output_kinds()  # the registered output formats (research/render/formats/)
+    bad = [o for o in outputs if o not in kinds]
     if bad:
         raise ValidationError(
             _("Unknown output(s) %(bad)s; choose from %(choices)s.")
-            % {"bad": ", ".join(bad), "choices": ", ".join(OUTPUT_KINDS)}
+            % {"bad": ", ".join(bad), "choices": ", ".join(kinds)}
         )
-    outputs = ["md"] + [o for o in OUTPUT_KINDS[1:] if o in outputs]
+    outputs = ["md"] + [o for o in rendered_kinds() if o in outputs]
     try:
         max_steps = int(options.get("max_steps") or settings.JOB_DEFAULT_STEPS)
     except (TypeError, ValueError):
@@ -389,7 +390,7 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
-    if kind not in OUTPUT_KINDS[1:]:
+    if kind not in rendered_kinds():
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
     if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
         raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))

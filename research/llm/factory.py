@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 import httpx
 
-from research.llm.client import CallRecord, LLMClient, is_local_url
+from research.llm.client import LLMClient
+from research.llm.transport import is_local_url
+from research.llm.types import CallRecord
 
 
 def client_from_settings(*, on_call: Callable[[CallRecord], None] | None = None, reasoning: bool = False) -> LLMClient:

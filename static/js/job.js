@@ -85,8 +85,6 @@
     });
   }
 
-  const PROVIDERS = {searxng: "SearXNG", duckduckgo: "DuckDuckGo", tavily: "Tavily"};
-
   function label(group, code) { return (I18N[group] && I18N[group][code]) || code; }
 
   function host(url) {
@@ -148,7 +146,8 @@
           case "fetch": case "fetch_failed": return t(p.kind, Object.assign(v, {host: host(p.url)}));
           case "code_result": return t("code_result", Object.assign(v, {code: p.exit_code}));
           case "think": return t("think", Object.assign(v, {text: String(p.text || "").slice(0, 160)}));
-          case "provider_error": return t("provider_error", {provider: PROVIDERS[p.provider] || p.provider});
+          // The label comes with the event (the provider's class declares it): no provider names here.
+          case "provider_error": return t("provider_error", {provider: p.label || p.provider});
           case "background_failed": return t("background_failed");
           case "synthesis": return t("synthesis", v) + (p.lost ? " " + t("synthesis_lost", p) : "");
           case "search_failed": return t("search_failed", v);

@@ -24,7 +24,8 @@ from research.agents.types import (
     StepResult,
     ToolError,
 )
-from research.llm.client import CallRecord, LLMClient
+from research.llm.client import LLMClient
+from research.llm.types import CallRecord
 from tests.support.citecheck import check_citations
 from tests.support.fake_context import FakeContext, FakePage
 from tests.support.fake_llm import FakeLLM, Reply
@@ -328,7 +329,7 @@ def test_time_budget_stops_before_any_tool_round(engine, llm, fake):
 
 
 def test_a_slow_server_makes_the_step_write_up_instead_of_starting_a_round(engine, llm, fake, monkeypatch):
-    from research.llm.client import ServerSpeed
+    from research.llm.types import ServerSpeed
 
     ctx = make_ctx(llm, options={"step_time_budget_s": 600})
     plan = research_plan(engine, ctx)

@@ -527,7 +527,6 @@ def test_report_uses_processing_step_text_and_style():
 
 
 def test_podcast_script_and_slide_outline_derive_from_the_report():
-    pytest.importorskip("research.render.derive")
     ctx = _ctx()
     job = _run_job(ctx, max_steps=3)
     engine = OfflineEngine()
@@ -576,7 +575,8 @@ def test_citecheck_accepts_verbatim_and_flags_everything_else():
     [("How cheap has solar power become and what limits it?", "en-US"), ("中国新能源汽车的发展现状如何？", "zh-CN")],
 )
 def test_whole_job_over_the_test_site_articles(question, locale):
-    site = pytest.importorskip("tests.support.site")
+    from tests.support import site
+
     pages = [FakePage(f"https://site.test{p.path}", p.title, p.text) for p in site.PAGES if p.kind == "html"]
     ctx = FakeContext(question=question, pages=pages, locale=locale)
     job = _run_job(ctx)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -91,6 +93,7 @@ def _needs_django(module: str) -> bool:
     return False
 
 
+@pytest.mark.slow  # one child interpreter per module
 def test_every_module_imports_in_isolation():
     modules = sorted(GRAPH)
     lines = "".join(f"{m} {int(_needs_django(m))}\n" for m in modules)

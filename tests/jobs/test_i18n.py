@@ -253,7 +253,11 @@ def _template_msgids() -> set[str]:
 def _python_msgids() -> set[str]:
     found: set[str] = set()
     for name in ("jobs/web/forms.py", "jobs/web/views.py", "jobs/models.py", "jobs/services.py", "knowledge/forms.py",
-                 "knowledge/views.py", "knowledge/services.py", "knowledge/extract.py", "knowledge/models.py"):
+                 "knowledge/views.py", "knowledge/services.py", "knowledge/extract.py", "knowledge/models.py",
+                 # the output formats' labels (one module per format)
+                 *sorted(p.relative_to(Path(settings.BASE_DIR) / "research").as_posix()
+                         for p in (Path(settings.BASE_DIR) / "research" / "render" / "formats").glob("*.py")),
+                 "jobs/web/failures.py"):
         tree = ast.parse((Path(settings.BASE_DIR) / "research" / name).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_"

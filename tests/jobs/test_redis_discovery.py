@@ -11,6 +11,7 @@ import pytest
 
 from research import runtime
 
+pytestmark = pytest.mark.integration  # every test starts a real Redis server
 
 @pytest.fixture
 def foreign_redis(tmp_path) -> Iterator[int]:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from research.llm.client import CallRecord, LLMClient
+from research.llm.client import LLMClient
+from research.llm.types import CallRecord
 from tests.support.fake_llm import FakeLLM
 
 

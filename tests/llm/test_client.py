@@ -14,22 +14,13 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from research.llm.client import (
-    DEFAULT_CONTEXT_WINDOW,
-    CallRecord,
-    LLMBadRequest,
-    LLMClient,
-    LLMUnavailable,
-    StructuredOutputError,
-    _VisibleFilter,
-    clip_text,
-    loads_lenient,
-    parse_structured,
-    parse_tool_call_tags,
-    split_reasoning,
-)
+from research.llm.client import LLMClient
 from research.llm.factory import client_from_settings, server_available
+from research.llm.parsing import clip_text, loads_lenient, parse_structured, parse_tool_call_tags, split_reasoning
 from research.llm.profiles import PROFILES, get_profile
+from research.llm.stream import VisibleFilter
+from research.llm.types import CallRecord, LLMBadRequest, LLMUnavailable, StructuredOutputError
+from research.llm.window import DEFAULT_CONTEXT_WINDOW
 from tests.support.fake_llm import SEARCH_TOOL, FakeLLM, Reply
 
 USER = [{"role": "user", "content": "What is new in solar power?"}]
@@ -245,13 +236,13 @@ def test_reasoning_fields_go_to_reasoning(fake: FakeLLM, client: LLMClient) -> N
 
 def test_visible_filter_handles_tags_split_across_chunks() -> None:
     raw = "<think>secret plan</think>Hello <tool_call>{}</tool_call>world<answer>!</answer>"
-    f = _VisibleFilter(hide=("think", "tool_call"), unwrap=("answer",), holdback=1024)
+    f = VisibleFilter(hide=("think", "tool_call"), unwrap=("answer",), holdback=1024)
     out = "".join(f.feed(ch) for ch in raw) + f.finish()
     assert out == "Hello world!"
-    leaked = _VisibleFilter(hide=("think",), unwrap=(), holdback=1024)
+    leaked = VisibleFilter(hide=("think",), unwrap=(), holdback=1024)
     out = "".join(leaked.feed(ch) for ch in "secret plan\n</think>\n\nHi there") + leaked.finish()
     assert out == "Hi there"
-    instant = _VisibleFilter(hide=("think",), unwrap=(), holdback=0)
+    instant = VisibleFilter(hide=("think",), unwrap=(), holdback=0)
     assert instant.feed("Hello") == "Hello"  # no holdback: text flows at once
 
 
@@ -621,7 +612,9 @@ def test_llm_package_does_not_import_django() -> None:
     code = (
         "import sys, types; pkg = types.ModuleType('research'); pkg.__path__ = ['research']; "
         "sys.modules['research'] = pkg; "
-        "import research.llm.client, research.llm.factory, research.llm.profiles, research.llm.tokens; "
+        "import research.llm.client, research.llm.factory, research.llm.profiles, research.llm.tokens, "
+        "research.llm.fit, research.llm.messages, research.llm.parsing, research.llm.stream, "
+        "research.llm.structured, research.llm.transport, research.llm.types, research.llm.window; "
         "sys.exit(1 if 'django' in sys.modules else 0)"
     )
     root = Path(__file__).resolve().parents[2]

@@ -12,16 +12,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from research.llm.client import (
-    DEFAULT_CONTEXT_WINDOW,
-    LLMClient,
-    LLMUnavailable,
-    StructuredOutputError,
-    format_level,
-    loads_lenient,
-    one_line,
-    strip_limits,
-)
+from research.llm.client import LLMClient
+from research.llm.parsing import loads_lenient, one_line
+from research.llm.structured import format_level, strip_limits
+from research.llm.types import LLMUnavailable, StructuredOutputError
+from research.llm.window import DEFAULT_CONTEXT_WINDOW
 from tests.llm import vllm_streams
 from tests.support.fake_llm import SEARCH_TOOL, FakeLLM, Reply
 

@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 from research.jobs import services
 from research.jobs.models import JobStatus, LLMCall
-from research.llm.client import LLMClient, StructuredOutputError, format_level
+from research.llm.client import LLMClient
+from research.llm.structured import format_level
+from research.llm.types import StructuredOutputError
 from tests.integration.helpers import wait_for
 from tests.models.conftest import MODEL_ENV, ModelServer
 from tests.support.fake_llm import SEARCH_TOOL

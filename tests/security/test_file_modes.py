@@ -65,6 +65,7 @@ def app_redis(tmp_path):
     proc.wait(timeout=10)
 
 
+@pytest.mark.integration
 def test_run_dir_is_0700_and_its_files_0600(app_redis):
     base, _url, _proc = app_redis
     run = base / ".run"
@@ -75,6 +76,7 @@ def test_run_dir_is_0700_and_its_files_0600(app_redis):
     assert data and all(_mode(d) == 0o700 for d in data)
 
 
+@pytest.mark.integration
 def test_the_embedded_redis_needs_its_random_password(app_redis):
     base, url, proc = app_redis
     password = (base / ".run" / "redis-password").read_text().strip()

@@ -23,6 +23,8 @@ from research import textre
 from research.render.html import markdown_to_html
 from tests.security.textre_calls import literal_textre_calls
 
+pytestmark = pytest.mark.slow  # linear-time sweeps over 200k-500k inputs: make test runs them, test-fast does not
+
 ROOT = Path(__file__).resolve().parents[2]
 RESEARCH = ROOT / "research"
 N = 500_000

@@ -22,6 +22,8 @@ import pytest
 from research.tools import sandbox
 from research.tools.sandbox import Limits, SandboxUnavailable, run_python
 
+pytestmark = pytest.mark.slow  # each test forks a sandbox up to its limits: make test runs them, test-fast does not
+
 available, why = sandbox.sandbox_probe()
 needs_sandbox = pytest.mark.skipif(not available, reason=f"sandbox unavailable here: {why}")
 CGROUP_MODES = ("cgroup-v1", "cgroup-v2")

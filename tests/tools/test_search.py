@@ -22,11 +22,15 @@ def fake_provider(monkeypatch):
     """Register a provider named "fake" that records its calls and returns canned hits."""
     calls = []
 
-    def provider(query, max_results, opts):
-        calls.append(query)
-        return [_hit(f"https://fake.example/{i}", f"Fake {i}") for i in range(max_results)]
+    class Fake(search_mod.SearchProvider):
+        name = "fake"
+        label = "Fake"
 
-    monkeypatch.setitem(search_mod.PROVIDERS, "fake", provider)
+        def search(self, query, max_results, opts):
+            calls.append(query)
+            return [_hit(f"https://fake.example/{i}", f"Fake {i}") for i in range(max_results)]
+
+    monkeypatch.setitem(search_mod.PROVIDERS, "fake", Fake())
     return calls
 
 
@@ -73,7 +77,7 @@ def test_falls_back_when_first_provider_fails(closed_port_url, fake_provider):
         "anything",
         providers=["searxng", "fake"],
         searxng_url=closed_port_url,
-        on_provider_error=lambda name, msg: errors.append((name, msg)),
+        on_provider_error=lambda e: errors.append((e.provider, e.message)),
         max_results=3,
     )
     assert [h.url for h in hits] == [f"https://fake.example/{i}" for i in range(3)]
@@ -94,7 +98,7 @@ def test_empty_answer_moves_on_without_error(test_site, fake_provider):
         "zzzz-no-such-word",
         providers=["searxng", "fake"],
         searxng_url=test_site.url,
-        on_provider_error=lambda *e: errors.append(e),
+        on_provider_error=lambda e: errors.append(e),
     )
     assert hits and hits[0].url.startswith("https://fake.example/")
     assert errors == []
@@ -111,17 +115,21 @@ def test_timeout_is_reported_and_chain_continues(test_site, fake_provider):
         providers=["searxng", "fake"],
         searxng_url=f"{test_site.url}/slow",  # its /slow/search hangs
         timeout=0.5,
-        on_provider_error=lambda name, msg: errors.append((name, msg)),
+        on_provider_error=lambda e: errors.append((e.provider, e.message)),
     )
     assert hits[0].provider == "fake"
     assert errors == [("searxng", "timed out after 0.5 s")]
 
 
 def test_every_provider_failing_raises_with_all_reasons(closed_port_url, monkeypatch):
-    def broken(query, max_results, opts):
-        raise RuntimeError("provider exploded")
+    class Broken(search_mod.SearchProvider):
+        name = "broken"
+        label = "Broken"
 
-    monkeypatch.setitem(search_mod.PROVIDERS, "broken", broken)
+        def search(self, query, max_results, opts):
+            raise RuntimeError("provider exploded")
+
+    monkeypatch.setitem(search_mod.PROVIDERS, "broken", Broken())
     reported = []
     with pytest.raises(SearchError) as err:
         web_search(
@@ -129,7 +137,7 @@ def test_every_provider_failing_raises_with_all_reasons(closed_port_url, monkeyp
             providers=["searxng", "tavily", "broken", "nonesuch"],
             searxng_url=closed_port_url,
             tavily_api_key="",
-            on_provider_error=lambda name, msg: reported.append(name),
+            on_provider_error=lambda e: reported.append(e.provider),
         )
     names = [name for name, _ in err.value.reasons]
     assert names == ["searxng", "tavily", "broken", "nonesuch"]
@@ -182,7 +190,7 @@ def test_knowledge_answers_when_web_fails(closed_port_url):
         providers=["searxng", "knowledge"],
         searxng_url=closed_port_url,
         knowledge=lambda q, n: [_hit("kb://doc/9", provider="knowledge")],
-        on_provider_error=lambda name, msg: errors.append(name),
+        on_provider_error=lambda e: errors.append(e.provider),
     )
     assert [h.url for h in hits] == ["kb://doc/9"]
     assert errors == ["searxng"]
@@ -199,7 +207,7 @@ def test_failing_knowledge_is_reported(test_site):
         providers=["searxng", "knowledge"],
         searxng_url=test_site.url,
         knowledge=kb,
-        on_provider_error=lambda name, msg: errors.append((name, msg)),
+        on_provider_error=lambda e: errors.append((e.provider, e.message)),
     )
     assert hits
     assert errors == [("knowledge", "RuntimeError: index missing")]
@@ -258,6 +266,6 @@ def test_searxng_skips_non_http_urls(monkeypatch):
             request=httpx.Request("GET", url),
         )
 
-    monkeypatch.setattr(search_mod.httpx, "get", fake_get)
+    monkeypatch.setattr(httpx, "get", fake_get)
     hits = web_search("q", providers=["searxng"], searxng_url="http://searx.invalid")
     assert [h.url for h in hits] == ["https://ok.example/"]

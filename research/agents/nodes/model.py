@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from research import textre
 from research.agents.types import AgentContext
-from research.llm.client import ChatResult, StructuredOutputError, ToolCall
+from research.llm.types import ChatResult, StructuredOutputError, ToolCall
 
 __all__ = [
     "ANSWER_RESERVE", "ChatModel", "ChatResult", "EngineError", "StructuredOutputError", "ToolCall",

@@ -139,7 +139,7 @@ class JobContext:
 
     # --- tools ---------------------------------------------------------------------------------
     def search(self, query: str, *, max_results: int = 8) -> list[SearchHit]:
-        from research.tools.search import web_search
+        from research.tools.search import ProviderError, web_search
 
         self.emit("step.activity", {"kind": "search", "query": query})
         providers = list(settings.SEARCH_PROVIDERS)
@@ -154,8 +154,12 @@ class JobContext:
         def knowledge(q: str, limit: int) -> list[SearchHit]:
             return [SearchHit(s.title, s.url, s.text[:300], "knowledge") for s in self.kb_search(q, limit=limit)]
 
-        def on_error(provider: str, message: str) -> None:
-            self.emit("step.activity", {"kind": "provider_error", "provider": provider, "error": message[:500]})
+        def on_error(error: ProviderError) -> None:
+            # The error's fields travel as they are (the page and failures.py read them, never parse text).
+            fields = error.as_dict()
+            self.emit("step.activity", {"kind": "provider_error", "provider": error.provider, "label": fields["label"],
+                                        "error_kind": fields["kind"], "status": error.status,
+                                        "error": error.message[:500]})
 
         try:
             hits = web_search(query, providers=providers, max_results=max_results,

@@ -1,4 +1,4 @@
-"""Rendering a job's outputs (PDF, PPTX, podcast) from its latest report version, one unit per kind.
+"""Rendering a job's outputs (the registered formats: PDF, PPTX, podcast) from its latest report, one unit per kind.
 
 Everything the job page shows is made here, once, and kept in the storage with the files: the PDF's
 page thumbnails, the deck's slide thumbnails (previews/), the podcast's chapters (Artifact.meta). A
@@ -27,11 +27,9 @@ from research.jobs.states import job_set_status
 from research.jobs.units.common import engine_for, now, short
 from research.jobs.units.context import JobContext
 from research.jobs.units.leases import LeaseLost, lease_deadline, lease_kept
+from research.render.formats import RenderRequest, output_format, previews_safely
 
 logger = logging.getLogger(__name__)
-
-PDF_PREVIEW_PAGES = 3  # thumbnails of the PDF's first pages on the job page
-
 
 def render_claim(job_id: int, kind: str) -> tuple[OutputRender, str] | None:
     with transaction.atomic():
@@ -63,70 +61,20 @@ class _Made:
 
 
 def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> _Made:
-    """Render one output into workdir."""
+    """Render one output into workdir, as its registered format says (research/render/formats/)."""
+    fmt = output_format(kind)
+    if fmt.render is None:
+        raise ValueError(f"{kind} is not rendered")
     # Reports say figures/<name> and the renderers take bare names: fetch the job's figures from the
     # storage into this worker's temp dir and hand over their folder.
     figures_dir = storage.files_fetch(job.pk, workdir / "job") / "figures"
-    engine = engine_for(job)
-    ctx = JobContext(job)
-    if kind == "pdf":
-        from research.render.pdf import render_pdf
-
-        out = render_pdf(markdown, workdir / "report.pdf", title=job.title or None, figures_dir=figures_dir,
-                         locale=job.locale)
-        return _Made([("pdf", "report.pdf", out)], {"pdf": _pdf_pages(job, out, workdir / "previews")})
-    if kind == "pptx":
-        from research.render.pptx import render_pptx
-
-        outline = engine.slide_outline(ctx, markdown)
-        out = render_pptx(markdown, workdir / "slides.pptx", outline=outline, figures_dir=figures_dir,
-                          locale=job.locale)
-        return _Made([("pptx", "slides.pptx", out)], {"slide": _slide_pages(job, out, workdir / "previews")},
-                     meta={"slides.pptx": {"slide_titles": _slide_titles(out)}})
-    if kind == "podcast":
-        from research.render.podcast import render_podcast
-
-        script = engine.podcast_script(ctx, markdown)
-        res = render_podcast(script, workdir, basename="podcast")
-        # The job page lists the chapters from here: a page view never opens the MP3.
-        chapters = [{"start": round(c.start_s, 2), "end": round(c.end_s, 2), "title": c.title} for c in res.chapters]
-        return _Made([("podcast", "podcast.mp3", res.mp3), ("transcript", "podcast.txt", res.transcript_txt),
-                      ("vtt", "podcast.vtt", res.transcript_vtt)],
-                     meta={"podcast.mp3": {"chapters": chapters, "duration_s": round(res.duration_s, 2)}})
-    raise ValueError(f"unknown output {kind}")
-
-
-def _pdf_pages(job: ResearchJob, pdf: Path, out_dir: Path) -> list[Path]:
-    """PNG thumbnails of the PDF's first pages (pdftoppm); the PDF itself never depends on them."""
-    from research.render.preview import PreviewError, pdf_to_png
-
-    try:
-        return pdf_to_png(pdf, out_dir, pages=PDF_PREVIEW_PAGES, dpi=40)
-    except (PreviewError, OSError) as exc:
-        logger.warning("no PDF previews for job %s: %s", job.pk, exc)
-        return []
-
-
-def _slide_pages(job: ResearchJob, deck: Path, out_dir: Path) -> list[Path]:
-    """PNG thumbnails of the deck (LibreOffice); the deck itself never depends on them."""
-    from research.render.preview import PreviewError, slides_to_png
-
-    try:
-        return slides_to_png(deck, out_dir, width_px=480)
-    except (PreviewError, OSError) as exc:
-        logger.warning("no slide previews for job %s: %s", job.pk, exc)
-        return []
-
-
-def _slide_titles(deck: Path) -> list[str]:
-    """Each slide's title, for the job page's outline where no thumbnails could be made (no LibreOffice)."""
-    from pptx import Presentation
-
-    titles = []
-    for slide in Presentation(str(deck)).slides:
-        shape = slide.shapes.title
-        titles.append(shape.text_frame.text.strip() if shape is not None and shape.has_text_frame else "")
-    return titles
+    made = fmt.render(RenderRequest(markdown=markdown, out_dir=workdir, locale=job.locale, title=job.title or None,
+                                    figures_dir=figures_dir, engine=engine_for(job), ctx=JobContext(job)))
+    files = [(f.kind, fmt.file_name(f), path) for f, path in zip(fmt.files, made.paths, strict=True)]
+    previews = {}
+    if fmt.preview is not None:
+        previews[fmt.preview_kind] = previews_safely(fmt, made, workdir / "previews", what=f"job {job.pk}")
+    return _Made(files, previews, meta={files[0][1]: made.meta} if made.meta else {})
 
 
 def _render_holder(row: OutputRender, token: str) -> None:

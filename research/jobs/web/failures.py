@@ -7,33 +7,28 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from research import textre
 from research.jobs.models import JobStatus, ResearchJob
+from research.jobs.search_check import search_failures
+from research.tools.search.errors import ProviderErrorKind
 
-PROVIDER_NAMES = {"searxng": "SearXNG", "duckduckgo": "DuckDuckGo", "tavily": "Tavily", "knowledge": "knowledge base"}
 _SEARCH_FAILED = "search failed: "
-_PROVIDER_PART = textre.compile(r"(?:^|;\s*)(searxng|duckduckgo|tavily|knowledge): ")
 
 
-def provider_problem(provider: str, message: str) -> str:
-    """'SearXNG refused the connection' from ('searxng', 'ConnectError: [Errno 111] Connection refused')."""
-    name = PROVIDER_NAMES.get(provider, provider)
-    low = message.lower()
-    if "refused" in low:
-        return _("%(p)s refused the connection") % {"p": name}
-    if any(w in low for w in ("name or service not known", "name resolution", "nodename", "dns", "getaddrinfo")):
-        return _("%(p)s could not resolve its host") % {"p": name}
-    if "timed out" in low or "timeout" in low:
-        return _("%(p)s did not answer in time") % {"p": name}
-    if "skipped" in low or "no api key" in low or "not configured" in low or "no searxng_url" in low:
-        return _("%(p)s is not set up") % {"p": name}
-    if "unknown search provider" in low:
-        return _("%(p)s is not a known search provider") % {"p": name}
-    return _("%(p)s failed") % {"p": name}
+def provider_problem(label: str, kind: str) -> str:
+    """'SearXNG refused the connection' from a provider's label and its error's kind (tools/search/errors.py)."""
+    texts: dict[str, str] = {
+        ProviderErrorKind.REFUSED: _("%(p)s refused the connection"),
+        ProviderErrorKind.UNRESOLVED: _("%(p)s could not resolve its host"),
+        ProviderErrorKind.TIMEOUT: _("%(p)s did not answer in time"),
+        ProviderErrorKind.NOT_CONFIGURED: _("%(p)s is not set up"),
+        ProviderErrorKind.UNKNOWN_PROVIDER: _("%(p)s is not a known search provider"),
+    }
+    return texts.get(kind, _("%(p)s failed")) % {"p": label}
 
 
-def search_unreachable_text(reasons: list[tuple[str, str]] | list[list[str]]) -> str:
-    parts = [provider_problem(str(r[0]), str(r[1])) for r in reasons]
+def search_unreachable_text(errors: list[dict[str, Any]]) -> str:
+    """One sentence over providers' errors as events carry them (ProviderError.as_dict())."""
+    parts = [provider_problem(str(e.get("label") or e.get("provider") or ""), str(e.get("kind") or "")) for e in errors]
     if not parts:
         return _("No web search provider is configured.")
     return _("No web search provider could be reached (%(why)s).") % {"why": "; ".join(parts)}
@@ -59,18 +54,6 @@ def _search_failed_body(text: str) -> str | None:
     return None
 
 
-def _search_reasons(text: str) -> list[tuple[str, str]] | None:
-    body = _search_failed_body(text)
-    if body is None:
-        return None
-    marks = list(_PROVIDER_PART.finditer(body))
-    out = []
-    for i, mark in enumerate(marks):
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(body)
-        out.append((mark.group(1), body[mark.end():end].strip(" ;")))
-    return out or None
-
-
 def _kind(error: str) -> str:
     low = error.lower()
     if _search_failed_body(error) is not None or "no web search provider" in low or "no sources" in low:
@@ -91,13 +74,17 @@ def failure_explain(*, job: ResearchJob) -> dict[str, Any] | None:
     elif not step_errors and job.error:
         details.append(job.error)
     kinds = Counter(_kind(err) for _sid, err in step_errors)
-    search_reasons = next((r for _s, err in step_errors if (r := _search_reasons(err))), None)
-    if search_reasons is None and job.error:
-        search_reasons = _search_reasons(job.error)
+    # Which providers failed, and how, comes from the structured provider errors the failed searches
+    # recorded (search_check.search_failures), never from the error text.
+    search_steps = [sid for sid, err in step_errors if _kind(err) == "search"]
+    job_search = bool(job.error) and _search_failed_body(job.error) is not None
+    search_errors = search_failures(job=job, step_ids=search_steps) if search_steps else []
+    if not search_errors and job_search:
+        search_errors = search_failures(job=job)
     summary = ""
     advice = ""
-    if search_reasons is not None or kinds.get("search"):
-        summary = search_unreachable_text(search_reasons or [])
+    if job_search or kinds.get("search"):
+        summary = search_unreachable_text(search_errors)
         advice = search_advice(has_kb=bool(job.options.get("kb")))
     elif kinds.get("other"):
         distinct = list(dict.fromkeys(err for _s, err in step_errors if _kind(err) == "other"))

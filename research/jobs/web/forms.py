@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
 from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
+from research.render.formats import output_formats
 
 STYLE_CHOICES = [
     ("academic", _("Academic")),
@@ -19,12 +20,17 @@ STYLE_CHOICES = [
     ("news", _("News")),
     ("social_media", _("Social media")),
 ]
-OUTPUT_CHOICES = [("pdf", "PDF"), ("pptx", _("Slides (PPTX)")), ("podcast", _("Podcast (MP3)"))]
+
 ENGINE_CHOICES = [("auto", _("Automatic")), ("llm", _("Model (vLLM)")), ("offline", _("Offline engine"))]
 LOCALE_CHOICES = [("auto", _("Same as the question")), ("en-US", "English"), ("zh-CN", "简体中文")]
 DEPTH_CHOICES = [("standard", _("Standard: one run per step")),
                  ("heavy", _("Heavy: parallel runs per step, merged"))]
 STEP_TYPE_CHOICES = [("research", _("Research")), ("analysis", _("Analysis")), ("processing", _("Processing (code)"))]
+
+
+def output_choices() -> list[tuple[str, Any]]:
+    """The rendered output formats, read from their registry each time a form is built."""
+    return [(f.kind, f.label) for f in output_formats() if f.render is not None]
 
 
 class DepthFields(forms.Form):
@@ -55,9 +61,10 @@ class JobCreateForm(DepthFields):
     style = forms.ChoiceField(label=_("Report style"), choices=STYLE_CHOICES, initial="academic")
     locale = forms.ChoiceField(label=_("Report language"), choices=LOCALE_CHOICES, initial="auto")
     max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, initial=settings.JOB_DEFAULT_STEPS)
-    # All of them by default, as the README promises; the Markdown report is always made.
-    outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=OUTPUT_CHOICES, required=False,
-                                        widget=forms.CheckboxSelectMultiple, initial=["pdf", "pptx", "podcast"],
+    # All of them ticked by default, as the README promises; the Markdown report is always made.
+    outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=output_choices, required=False,
+                                        widget=forms.CheckboxSelectMultiple,
+                                        initial=lambda: [kind for kind, _label in output_choices()],
                                         help_text=_("The Markdown report (report.md) is always made."))
     auto_accept = forms.BooleanField(label=_("Run the plan without review"), required=False)
     engine = forms.ChoiceField(label=_("Engine"), choices=ENGINE_CHOICES, initial="auto")

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from research.jobs import storage
 from research.jobs.models import ResearchJob
+from research.render.formats import output_formats
 
 
 def _clock(seconds: float) -> str:
@@ -36,12 +37,16 @@ def job_media(*, job: ResearchJob) -> dict[str, Any]:
         a = arts["podcast"]
         media["podcast"] = {"url": reverse("artifact_download", args=[job.pk, a.name]) + "?inline=1",
                             "chapters": podcast_chapters(a.meta or {})}
-    if "pdf" in arts or "pptx" in arts:
-        previews = storage.previews_list(job.pk)  # one listing for both kinds
-        if "pdf" in arts:
-            media["pdf"] = [reverse("job_preview", args=[job.pk, n]) for n in previews if n.startswith("pdf-")]
-        if "pptx" in arts:
-            media["slides"] = [reverse("job_preview", args=[job.pk, n]) for n in previews if n.startswith("slide-")]
+    # Thumbnails are stored as previews/<preview_kind>-NN.png, the prefix each format declares.
+    with_previews = [f for f in output_formats() if f.preview_kind and f.files[0].kind in arts]
+    if with_previews:
+        names = storage.previews_list(job.pk)  # one listing for every kind
+        thumbs = {f.kind: [reverse("job_preview", args=[job.pk, n]) for n in names
+                           if n.startswith(f"{f.preview_kind}-")] for f in with_previews}
+        if "pdf" in thumbs:
+            media["pdf"] = thumbs["pdf"]
+        if "pptx" in thumbs:
+            media["slides"] = thumbs["pptx"]
             if not media["slides"]:  # no LibreOffice on the render host: the titles still give the outline
                 media["slide_titles"] = list((arts["pptx"].meta or {}).get("slide_titles") or [])
     return media

@@ -25,7 +25,7 @@ from research.errors import error_text
 from research.jobs import selectors, services, storage
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
 from research.jobs.questions import MAX_QUESTION_CHARS
-from research.jobs.search_check import search_check_latest, web_probe_cached
+from research.jobs.search_check import search_check_errors, search_check_latest, web_probe_cached
 from research.jobs.web.failures import failure_explain, search_unreachable_text
 from research.jobs.web.forms import (
     JobCreateForm,
@@ -40,6 +40,7 @@ from research.jobs.web.forms import (
 )
 from research.jobs.web.media import job_media
 from research.ratelimit import ratelimited
+from research.render.formats import artifact_file, output_formats
 from research.render.html import markdown_to_html, report_html_cached
 
 
@@ -151,23 +152,19 @@ def _plan_forms(job: ResearchJob, data: Any = None, rows: list[dict[str, Any]] |
     return {"plan_version": latest, "plan": plan, "formset": formset, "meta": meta}
 
 
-OUTPUT_FILES = {"md": ("md",), "pdf": ("pdf",), "pptx": ("pptx",), "podcast": ("podcast", "transcript", "vtt")}
-
-
 def _downloads(job: ResearchJob) -> list[dict[str, Any]]:
     """One row per output (its files, its render state), so nothing is listed twice."""
-    labels = {"md": "Markdown", "pdf": "PDF", "pptx": _("Slides (PPTX)"), "podcast": _("Podcast (MP3)")}
     arts: dict[str, list[Any]] = {}
     for a in job.artifacts.exclude(kind="figure").order_by("created"):
         arts.setdefault(a.kind, []).append(a)
     renders = {r.kind: r for r in job.renders.all()}
     rows = []
-    for kind, file_kinds in OUTPUT_FILES.items():
-        files = [a for k in file_kinds for a in arts.get(k, [])]
-        r = renders.get(kind)
+    for fmt in output_formats():  # the registered formats (research/render/formats/), in their order
+        files = [a for f in fmt.files for a in arts.get(f.kind, [])]
+        r = renders.get(fmt.kind)
         if not files and (r is None or r.status == "pending"):
             continue
-        rows.append({"kind": kind, "label": labels[kind], "files": files, "render": r is not None,
+        rows.append({"kind": fmt.kind, "label": fmt.label, "files": files, "render": r is not None,
                      "status": r.status if r else "done",
                      "status_label": r.get_status_display() if r and r.status != "done" else "",
                      "error": r.error if r else ""})
@@ -233,7 +230,7 @@ def _search_state(request: HttpRequest, job: ResearchJob) -> dict[str, Any]:
         return ctx
     if not check["ok"]:
         ctx["search_blocked"] = True
-        ctx["search_warning"] = (search_unreachable_text(check.get("reasons") or []) if check.get("web", True)
+        ctx["search_warning"] = (search_unreachable_text(search_check_errors(check)) if check.get("web", True)
                                  else _("Web search is off for this job and no knowledge base is attached."))
     elif check.get("kb") and not check.get("web_ok", check.get("web")):
         ctx["search_kb_only"] = (_("Web search is off for this job: the research searches the knowledge base "
@@ -482,8 +479,9 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
 def artifact_download(request: HttpRequest, job_id: int, name: str) -> FileResponse:
     art, handle = selectors.artifact_open_for_download(user=request.user, job_id=job_id, name=name)
     filename = Path(art.name).name
-    inline = request.GET.get("inline") == "1" and art.kind in ("figure", "podcast")
-    content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    declared = artifact_file(art.kind)  # the output format's declaration of this file, if any
+    inline = request.GET.get("inline") == "1" and (art.kind == "figure" or (declared is not None and declared.inline))
+    content_type = (declared.mime if declared else mimetypes.guess_type(filename)[0]) or "application/octet-stream"
     response = FileResponse(handle, as_attachment=not inline, filename=filename, content_type=content_type)
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import time
 from argparse import ArgumentParser
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from research.agents.text import detect_locale
+from research.render.formats import OutputFormat, RenderRequest, output_format, rendered_kinds
 from research.render.html import markdown_title
-
-FORMATS = ("pdf", "pptx", "podcast")
 
 
 class Command(BaseCommand):
@@ -26,7 +24,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("report", help="path to the Markdown report")
-        parser.add_argument("--formats", default="pdf,pptx,podcast", help="comma-separated: pdf,pptx,podcast")
+        kinds = ",".join(rendered_kinds())
+        parser.add_argument("--formats", default=kinds, help=f"comma-separated: {kinds}")
         parser.add_argument("--out", default=None, help="output directory (default: next to the report)")
         parser.add_argument("--locale", default=None, help="e.g. en-US or zh-CN (default: detected from the text)")
         parser.add_argument("--figures", default=None, help="figures directory (default: REPORT_DIR/figures)")
@@ -37,9 +36,10 @@ class Command(BaseCommand):
         if not report.is_file():
             raise CommandError(f"report not found: {report}")
         formats = [f.strip().lower() for f in str(options["formats"]).split(",") if f.strip()]
-        unknown = sorted(set(formats) - set(FORMATS))
+        known = rendered_kinds()
+        unknown = sorted(set(formats) - set(known))
         if unknown or not formats:
-            raise CommandError(f"unknown format(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
+            raise CommandError(f"unknown format(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}")
         try:
             markdown = report.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -53,36 +53,20 @@ class Command(BaseCommand):
         stem = report.stem
         title = markdown_title(markdown, default=stem)
 
-        # Renderers are imported when used: WeasyPrint alone takes a second or two to import.
-        def pdf() -> list[Path]:
-            from research.render.pdf import render_pdf
+        # Each format's module imports its renderer when used: WeasyPrint alone takes a second or two.
+        def render(fmt: OutputFormat) -> list[Path]:
+            if fmt.render is None:  # only rendered kinds pass the check above
+                raise CommandError(f"{fmt.kind} is not rendered")
+            req = RenderRequest(markdown=markdown, out_dir=out_dir, locale=locale, title=title,
+                                figures_dir=figures_dir, stem=stem, options={"tts": options["tts"]},
+                                say=self.stdout.write)
+            return fmt.render(req).paths
 
-            return [render_pdf(markdown, out_dir / f"{stem}.pdf", title=title, figures_dir=figures_dir, locale=locale)]
-
-        def pptx() -> list[Path]:
-            from research.render.pptx import render_pptx
-
-            return [render_pptx(markdown, out_dir / f"{stem}.pptx", figures_dir=figures_dir, locale=locale)]
-
-        def podcast() -> list[Path]:
-            from research.render.derive import podcast_script_from_markdown
-            from research.render.podcast import render_podcast
-            from research.render.tts import choose_backend
-
-            script = podcast_script_from_markdown(markdown, locale=locale)
-            backend = choose_backend(options["tts"], locale)
-            result = render_podcast(script, out_dir, basename=stem, backend=backend)
-            self.stdout.write(
-                f"podcast: {result.duration_s:.1f}s via {result.backend}, {len(result.chapters)} chapters"
-            )
-            return [result.mp3, result.transcript_txt, result.transcript_vtt]
-
-        renderers: dict[str, Callable[[], list[Path]]] = {"pdf": pdf, "pptx": pptx, "podcast": podcast}
         failed: list[str] = []
         for fmt in dict.fromkeys(formats):
             started = time.monotonic()
             try:
-                paths = renderers[fmt]()
+                paths = render(output_format(fmt))
             except Exception as exc:  # report and go on: every format is attempted
                 failed.append(fmt)
                 self.stderr.write(f"{fmt} failed: {type(exc).__name__}: {exc}")

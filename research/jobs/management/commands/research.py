@@ -20,6 +20,7 @@ from research.jobs import selectors, services
 from research.jobs.infra import infrastructure
 from research.jobs.management.cli import PeopleCommand
 from research.jobs.models import JobEvent, JobStatus, ResearchJob
+from research.render.formats import output_kinds
 
 
 def cli_user(username: str | None) -> User:
@@ -74,7 +75,7 @@ class Command(PeopleCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question")
         parser.add_argument("--auto-accept", action="store_true", help="run the plan without review")
-        parser.add_argument("--outputs", default="md", help="comma-separated: md,pdf,pptx,podcast")
+        parser.add_argument("--outputs", default="md", help=f"comma-separated: {','.join(output_kinds())}")
         parser.add_argument("--style", default="academic")
         parser.add_argument("--locale", default="auto")
         parser.add_argument("--max-steps", type=int, default=settings.JOB_DEFAULT_STEPS)
@@ -158,7 +159,7 @@ class Command(PeopleCommand):
 
         probe = web_probe()
         if not probe["web_ok"]:
-            raise CommandError(f"{search_unreachable_text(probe['reasons'])} Nothing else can be searched: "
+            raise CommandError(f"{search_unreachable_text(probe['errors'])} Nothing else can be searched: "
                                + kb_hint(user))
 
     def _wait(self, job: ResearchJob, opts: dict[str, Any]) -> ResearchJob:
