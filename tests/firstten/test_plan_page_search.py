@@ -16,8 +16,10 @@ from research.jobs.web.failures import search_advice
 from research.knowledge import services as kb_services
 from tests.support.jobs import TO_REVIEW, job_walk
 
-DOWN = {"ok": False, "reasons": [["searxng", "ConnectError: [Errno 111] Connection refused"]], "kb": False,
-        "web": True, "web_ok": False}
+DOWN = {"ok": False, "reasons": [["searxng", "ConnectError: [Errno 111] Connection refused"]],
+        "errors": [{"provider": "searxng", "label": "SearXNG", "kind": "refused", "status": None,
+                    "message": "ConnectError: [Errno 111] Connection refused"}],
+        "kb": False, "web": True, "web_ok": False}
 
 
 @pytest.fixture
@@ -124,7 +126,10 @@ def test_search_check_with_kb_and_dead_web_is_ok_and_says_web_is_down(alice, mon
     notes = kb_services.collection_create(owner=alice, name="notes")
     settings.SEARXNG_URL, settings.SEARCH_PROVIDERS = "http://127.0.0.1:9/", ["searxng", "knowledge"]
     job = services.job_create(user=alice, question="Heat pumps?", options={"kb": notes.pk})
-    assert search_check(job=job) | {"reasons": []} == {"ok": True, "kb": True, "web": True, "web_ok": False,
-                                                       "reasons": []}
+    check = search_check(job=job)
+    assert check | {"reasons": [], "errors": []} == {"ok": True, "kb": True, "web": True, "web_ok": False,
+                                                     "reasons": [], "errors": []}
+    assert [e["kind"] for e in check["errors"]] == ["refused"]
     off = services.job_create(user=alice, question="Heat pumps?", options={"kb": notes.pk, "web": False})
-    assert search_check(job=off) == {"ok": True, "kb": True, "web": False, "web_ok": False, "reasons": []}
+    assert search_check(job=off) == {"ok": True, "kb": True, "web": False, "web_ok": False, "reasons": [],
+                                     "errors": []}
