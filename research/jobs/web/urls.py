@@ -1,4 +1,5 @@
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import path
 from django.views.generic import RedirectView
 
@@ -10,7 +11,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("", views.job_list, name="job_list"),
-    path("jobs/", RedirectView.as_view(pattern_name="job_list")),  # the list lives at /
+    path("jobs/", login_required(RedirectView.as_view(pattern_name="job_list"))),  # the list lives at /
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:job_id>/kb/", kb_views.job_kb_attach, name="job_kb_attach"),
     path("jobs/<int:job_id>/kb/upload/", kb_views.job_kb_upload, name="job_kb_upload"),
