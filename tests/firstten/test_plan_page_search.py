@@ -133,3 +133,16 @@ def test_search_check_with_kb_and_dead_web_is_ok_and_says_web_is_down(alice, mon
     off = services.job_create(user=alice, question="Heat pumps?", options={"kb": notes.pk, "web": False})
     assert search_check(job=off) == {"ok": True, "kb": True, "web": False, "web_ok": False, "reasons": [],
                                      "errors": []}
+
+
+def test_upload_on_the_new_job_page_comes_back_with_that_kb_chosen(alice_client, alice, monkeypatch):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    upload = SimpleUploadedFile("heat.md", b"# Heat pumps\n\nHeat pumps move heat.", content_type="text/markdown")
+    response = alice_client.post("/kb/upload/", {"files": [upload]})
+    kb = alice.kb_collections.get(name="My documents")
+    assert response.status_code == 302 and response["Location"] == f"/jobs/new/?kb={kb.pk}"
+    page = lxml.html.fromstring(alice_client.get(response["Location"]).content.decode())
+    assert page.xpath("//select[@name='kb']/option[@selected]/@value") == [str(kb.pk)]
+    assert kb.documents.count() == 1
