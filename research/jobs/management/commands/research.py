@@ -108,7 +108,7 @@ class Command(PeopleCommand):
             collection = Collection.objects.filter(owner=user, name=opts["kb"]).first()
             if collection is None:
                 raise CommandError(f"no knowledge base named {opts['kb']!r} for user {user.username}; "
-                                   + kb_hint(user).replace("try ", "try ", 1))
+                                   + kb_hint(user))
             kb_id = collection.pk
         elif opts["no_web"]:
             raise CommandError("--no-web needs a knowledge base to search; " + kb_hint(user))
