@@ -13,9 +13,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from research import textre
+from research.scripts import CJK as CJK_RANGES  # Han (incl. extension A and compatibility), kana and hangul
 
-# Han (incl. extension A and compatibility), kana and hangul.
-CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 # One pass gives either a run of CJK characters or a run of other word characters.
 # A word character (\\w: letter, digit, "_") that is not CJK: "letter and not CJK" is the class of
 # what is neither a non-letter nor CJK (RE2 has no lookahead to subtract with).

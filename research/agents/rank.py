@@ -11,14 +11,12 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from research import textre
+from research import scripts, textre
 from research.agents.text import detect_locale, is_chinese
 from research.ir import BM25, stem, tokenize
 
 __all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
 
-_CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK = textre.compile(f"[{_CJK_CHAR}]")
 _WS = textre.compile(r"\s+")
 
 _CJK_TERMINATORS = "。！？"
@@ -134,7 +132,7 @@ def is_content_sentence(sentence: str) -> bool:
     """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture."""
     if not _ends_sentence(sentence) or _MARKUP.search(sentence) or _BOILERPLATE.search(sentence):
         return False
-    cjk = len(_CJK.findall(sentence))
+    cjk = scripts.count_han(sentence)
     if cjk >= 6:
         if not _SENTENCE_MIN_ZH <= len(sentence) <= _SENTENCE_MAX_ZH:
             return False

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-from research import textre
+from research import scripts, textre
 from research.ir import STOP_WORDS
 
-_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_KANA = textre.compile(r"[\u3040-\u30ff]")
-_HANGUL = textre.compile(r"[\uac00-\ud7af]")
+_LOCALES = {"kana": "ja-JP", "hangul": "ko-KR", "han": "zh-CN"}
 
 
 def detect_locale(text: str, default: str = "en-US") -> str:
     """Guess the locale of a question from its script; good enough to pick a report language."""
-    letters = [ch for ch in text if not ch.isspace() and not ch.isdigit()]
-    if not letters:
-        return default
-    if _KANA.search(text):
-        return "ja-JP"
-    if _HANGUL.search(text):
-        return "ko-KR"
-    cjk = len(_CJK.findall(text))
-    if cjk and cjk / len(letters) >= 0.2:
-        return "zh-CN"
-    return default
+    return _LOCALES.get(scripts.script_of(text), default)
 
 
 def is_chinese(locale: str) -> bool:
@@ -64,9 +52,9 @@ def key_terms(question: str, locale: str | None = None, *, fallback: bool = True
             seen.add(term.lower())
             terms.append(term)
 
-    if is_chinese(locale) or _CJK.search(question):
+    if is_chinese(locale) or scripts.has_han(question):
         for chunk in _ZH_SPLIT.split(question):
-            if _CJK.search(chunk):
+            if scripts.has_han(chunk):
                 if len(chunk) >= 2:
                     add(chunk)
             else:

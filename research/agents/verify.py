@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from research import textre
+from research import scripts, textre
 from research.agents.citations import CITATION, DROPPED_MARK, citation_numbers, references_markdown
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
@@ -83,7 +83,7 @@ _AUTOLINK = textre.compile(r"<(https?://[^>\s]+)>")
 _BARE_URL = textre.compile(r"(^|[^(\w/\"'=<])((?:https?://|www\.)[^\s<>()\[\]\"'，。）]+)")
 _NUMBER = textre.compile(r"\d+(?:[.,]\d+)*")
 _TERMINATOR = textre.compile(r"[.!?。！？]")
-_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_CJK = textre.compile(f"[{scripts.HAN}]")
 _LONE_MARKS = ".,;:!?。，；：！？"
 _BLANKS = textre.compile(r"[ \t]+")
 _MARKER_EN = " *(unverified)*"

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from research.agents.types import MAX_CLARIFY_QUESTIONS
 from research.jobs.dispatch import enqueue_advance, enqueue_followup
 from research.jobs.events import event_emit
+from research.jobs.locks import job_number_next
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
 from research.jobs.services import InvalidAction, job_set_status, report_edit
 
@@ -63,8 +64,8 @@ def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
     if job.status != JobStatus.DONE or not job.report_versions.exists():
         raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
     with transaction.atomic():
-        last = job.followups.order_by("-number").values_list("number", flat=True).first() or 0
-        followup = FollowUp.objects.create(job=job, number=last + 1, question=question)
+        number = job_number_next(job_id=job.pk, model=FollowUp)
+        followup = FollowUp.objects.create(job=job, number=number, question=question)
         event_emit(job_id=job.pk, type="followup.asked", payload={"number": followup.number, "question": question})
         enqueue_followup(followup.pk)
     return followup

@@ -5,7 +5,7 @@ The database is the source of truth for job state (docs/architecture.md, "The jo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import models
@@ -34,6 +34,31 @@ WORKING_STATUSES = frozenset(
 )
 
 
+class LeaseFields(NamedTuple):
+    """The names of a leased row's lease columns: one protocol (research/jobs/units/lease.py) reads them."""
+
+    until: str = "lease_until"
+    token: str = "lease_token"  # noqa: S105 (a column's name)
+    attempts: str = "attempts"
+
+
+class LeasedUnit(models.Model):
+    """A unit of work under the lease protocol (research/jobs/units/lease.py): claims so far, a lease that its
+    holder renews, and the holder's fencing token. Steps, heavy runs, renders, report edit checks and
+    follow-ups all are one; a job's stage lease has the same three columns under other names (`LEASE`)."""
+
+    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its writes
+    LEASE = LeaseFields()
+    # Declared by each kind (their choices and defaults differ); the protocol relies on them.
+    status: str
+    job_id: int
+
+    class Meta:
+        abstract = True
+
+
 class ResearchJob(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="research_jobs")
     question = models.TextField()
@@ -51,6 +76,8 @@ class ResearchJob(models.Model):
     stage_lease_until = models.DateTimeField(null=True, blank=True)
     stage_attempts = models.PositiveIntegerField(default=0)
     stage_lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its writes
+    # The stage lease under the same protocol as the units' (research/jobs/units/stages.py).
+    LEASE = LeaseFields(until="stage_lease_until", token="stage_lease_token", attempts="stage_attempts")  # noqa: S106
     review_deadline = models.DateTimeField(null=True, blank=True)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
@@ -110,20 +137,14 @@ class StepStatus(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
 
 
-class LeasedWork(models.Model):
-    """What a step and a heavy step's run share as units of work: attempts, a fenced lease, an outcome."""
+class LeasedWork(LeasedUnit):
+    """What a step and a heavy step's run share as units of work: a leased unit with a Markdown outcome."""
 
-    attempts = models.PositiveIntegerField(default=0)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=40, blank=True)
     result_md = models.TextField(blank=True)
     result = models.JSONField(default=dict)  # figures, notes
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Declared by each kind (their defaults differ); the lease protocol (claims.py) relies on them.
-    status: str
-    job_id: int
 
     class Meta:
         abstract = True
@@ -235,16 +256,13 @@ class OutputStatus(models.TextChoices):
     FAILED = "failed", _("Failed")
 
 
-class OutputRender(models.Model):
-    """The state of one requested output (pdf, pptx, podcast) of a job."""
+class OutputRender(LeasedUnit):
+    """The state of one requested output (pdf, pptx, podcast) of a job: a leased unit (units/renders.py)."""
 
     job = models.ForeignKey(ResearchJob, on_delete=models.CASCADE, related_name="renders")
     kind = models.CharField(max_length=16)
     status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
     error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
     report_version = models.PositiveIntegerField(default=0)
     updated = models.DateTimeField(auto_now=True)
 
@@ -298,20 +316,16 @@ class LLMCall(models.Model):
         return f"{self.agent} call for job {self.job_id}"
 
 
-class OneShotUnit(models.Model):
+class OneShotUnit(LeasedUnit):
     """What the one-shot units a user's action leaves for a worker share (a long report edit's check, a
-    follow-up's answer): a status, attempts and a fenced lease, claimed like a render (research/jobs/units/oneshots.py)
-    and re-sent by the reaper when their worker died or their message was lost."""
+    follow-up's answer): a leased unit with a status like a render's (research/jobs/units/lease.py, `OneShotKind`),
+    re-sent by the reaper when their worker died or their message was lost."""
 
     status = models.CharField(max_length=16, choices=OutputStatus.choices, default=OutputStatus.PENDING)
     error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)  # claims so far; STEP_MAX_ATTEMPTS then it fails
-    lease_until = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=40, blank=True)  # the holder's; fences its outcome
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)  # last (re)send: a pending one older than the grace is re-sent
     finished_at = models.DateTimeField(null=True, blank=True)
-    job_id: int
 
     class Meta:
         abstract = True

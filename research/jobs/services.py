@@ -23,6 +23,7 @@ from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
+from research.jobs.locks import job_number_next
 from research.jobs.models import (
     JobStatus,
     JobStep,
@@ -235,9 +236,9 @@ def job_delete(*, job: ResearchJob) -> None:
 def plan_version_create(*, job: ResearchJob, plan: Plan, author: str, feedback: str = "",
                         accepted: bool = False) -> PlanVersion:
     with transaction.atomic():
-        last = job.plan_versions.order_by("-number").values_list("number", flat=True).first() or 0
+        number = job_number_next(job_id=job.pk, model=PlanVersion)
         version = PlanVersion.objects.create(
-            job=job, number=last + 1, author=author, plan=plan.model_dump(), feedback=feedback, accepted=accepted
+            job=job, number=number, author=author, plan=plan.model_dump(), feedback=feedback, accepted=accepted
         )
         event_type = "plan.ready" if author == "planner" else "plan.updated"
         event_emit(job_id=job.pk, type=event_type,
@@ -320,8 +321,8 @@ def plan_start(*, job: ResearchJob, version: PlanVersion) -> None:
 
 def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> ReportVersion:
     with transaction.atomic():
-        last = job.report_versions.order_by("-number").values_list("number", flat=True).first() or 0
-        version = ReportVersion.objects.create(job=job, number=last + 1, author=author, markdown=markdown)
+        number = job_number_next(job_id=job.pk, model=ReportVersion)
+        version = ReportVersion.objects.create(job=job, number=number, author=author, markdown=markdown)
     return version
 
 

@@ -12,16 +12,11 @@ from __future__ import annotations
 from collections import Counter
 
 from research import textre
-from research.ir import CJK_RANGES, WORD_NOT_CJK, tokenize
+from research.ir import WORD_NOT_CJK, tokenize
+from research.scripts import CJK as CJK_RANGES
+from research.scripts import is_cjk as _is_cjk
 
 __all__ = ["chunk_text", "is_mostly_cjk", "size_units", "term_frequencies", "tokenize"]
-
-_CJK_BOUNDS = [(CJK_RANGES[i], CJK_RANGES[i + 2]) for i in range(0, len(CJK_RANGES), 3)]  # "a-b" triples
-
-
-def _is_cjk(char: str) -> bool:
-    """One CJK character: compared, not matched (a regex call costs more, once per sentence)."""
-    return len(char) == 1 and any(low <= char <= high for low, high in _CJK_BOUNDS)
 
 # A "size unit" for chunking: one CJK character or one word in any other script.
 _SIZE_UNIT = textre.compile(f"[{CJK_RANGES}]|{WORD_NOT_CJK}+")

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from research import textre
+from research import scripts, textre
 
 # Han, kana, hangul and full-width forms: BPE vocabularies of Qwen-class models spend
 # about one token per character on these (often less), so count one each.
-_WIDE = textre.compile(r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+_WIDE = textre.compile(f"[{scripts.WIDE}]")
 _ASCII_PUNCT = textre.compile(r"[!-/:-@\[-`{-~]")
 
 

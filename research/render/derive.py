@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research import textre
+from research import scripts, textre
 from research.agents.citations import find_citation_markers
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
 from research.render.document import ReportDocument, Section, Sentence, is_aside, parse_report
@@ -65,7 +65,7 @@ def shorten(text: str, limit: int = MAX_BULLET_CHARS) -> str:
         text = cut.rstrip(" ,;:，；：") + "…"
     if not tail:
         return text
-    glued = textre.search(r"[\u3400-\u9fff。！？…]$", text) and not text.isascii()
+    glued = textre.search(f"[{scripts.HAN}。！？…]$", text) and not text.isascii()
     return f"{text}{tail}" if glued else f"{text} {tail}"
 
 
@@ -390,7 +390,7 @@ _AFTER_LEAD_LOWER = textre.compile(r"^(?:A|An|The|In|On|At|By|For|Most|Some|Many
 
 # RE2 has no lookaround: the context is matched as a group and put back.
 _CITE_MARK = textre.compile(r"(!?)\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](\(?)")  # not an image, not a link
-_ZH_STOP = textre.compile(r"。[.。]+|([\u3400-\u9fff])\.(\s|$)")  # 。。 / 中文. -> 。
+_ZH_STOP = textre.compile(f"。[.。]+|([{scripts.HAN}])\\.(\\s|$)")  # 。。 / 中文. -> 。
 
 
 def tidy_line(text: str, zh: bool) -> str:
@@ -406,7 +406,7 @@ def tidy_line(text: str, zh: bool) -> str:
     text = textre.sub(r"([,，;；:：])[。.]", "。" if zh else ".", text)
     text = text.rstrip(",;:，；：、 ")
     if text and text[-1] not in ".!?。！？…\"”'’)）":
-        text += "。" if zh or textre.search(r"[\u3400-\u9fff]$", text) else "."
+        text += "。" if zh or scripts.is_han(text[-1:]) else "."
     return text
 
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from research import textre
+from research import scripts, textre
 from research.agents.citations import find_citation_markers
 from research.agents.text import detect_locale
 from research.render.html import is_reference_heading, safe_figure_name
@@ -31,12 +31,12 @@ _ABBREVIATIONS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.u p.m a.m ph.d".split()
 )
 _INITIALS = textre.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
-_CJK = textre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = textre.compile(f"[{scripts.HAN}]")
 _BLANK_RUN = textre.compile(r"\s+")
 
 
 def _cjk_or(char: str, marks: str) -> bool:
-    return bool(char) and ("\u3400" <= char <= "\u9fff" or char in marks)
+    return bool(char) and (scripts.is_han(char) or char in marks)
 
 _LATIN_WORD = textre.compile(r"[A-Za-z0-9][A-Za-z0-9'’.,%$-]*")
 _HIDDEN_TAGS = frozenset({"script", "style", "iframe", "object", "embed", "svg", "math", "template", "noscript"})

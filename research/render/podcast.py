@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from mutagen.id3 import CHAP, CTOC, ID3, TIT2, TLAN, TPE1, CTOCFlags
 
-from research import textre
+from research import scripts, textre
 from research.agents.text import is_chinese
 from research.agents.types import PodcastScript
 from research.render.tts import TTSBackend, TTSError, choose_backend, speech_segments
@@ -81,7 +81,7 @@ def pauses(script: PodcastScript) -> list[float]:
 
 
 def _line_seconds(text: str, zh: bool, wpm: float | None, cps: float | None) -> float:
-    cjk = len(textre.findall(r"[\u3400-\u9fff\uf900-\ufaff]", text))
+    cjk = scripts.count_han(text)
     latin_words = textre.findall(r"[A-Za-z][A-Za-z'’-]*", text)
     digits = len(textre.findall(r"\d", text))
     if zh or cjk > len(latin_words):

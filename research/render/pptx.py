@@ -29,7 +29,7 @@ from pptx.table import Table
 from pptx.text.text import TextFrame
 from pptx.util import Emu, Inches, Pt
 
-from research import textre
+from research import scripts, textre
 from research.agents.text import is_chinese
 from research.agents.types import Slide, SlideOutline
 from research.render.derive import reference_items, shorten, slide_outline
@@ -51,7 +51,7 @@ _LATIN_FILES = {False: ("LiberationSans-Regular.ttf", "Arial.ttf", "DejaVuSans.t
                 True: ("LiberationSans-Bold.ttf", "Arial_Bold.ttf", "DejaVuSans-Bold.ttf")}  # fmt: skip
 _CJK_FILES = {False: ("NotoSansCJK-Regular.ttc", "NotoSansCJKsc-Regular.otf"),
               True: ("NotoSansCJK-Bold.ttc", "NotoSansCJKsc-Bold.otf")}  # fmt: skip
-_CJK_RE = textre.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+_CJK_RE = textre.compile(f"[{scripts.CJK_FONT}]")
 _MEASURE_PX = 100  # measure at 100 px and scale: widths are linear in size
 
 NAVY = RGBColor(0x1E, 0x29, 0x3B)
@@ -86,13 +86,11 @@ def _font(cjk: bool, bold: bool) -> ImageFont.FreeTypeFont | None:
     return ImageFont.truetype(str(path), _MEASURE_PX, index=index)
 
 
-_RUN_RE = textre.compile(
-    r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]+|[^\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]+"
-)
+_RUN_RE = textre.compile(f"[{scripts.CJK_FONT}]+|[^{scripts.CJK_FONT}]+")
 # Break opportunities: after spaces for Latin, between CJK characters (closing punctuation stays attached).
 _TOKEN_RE = textre.compile(
-    r"[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef][\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001\uff09\u300b\u201d]*"
-    r"|[^\s\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]+\s*|\s+"
+    f"[{scripts.CJK_FONT}]" r"[\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001\uff09\u300b\u201d]*"
+    f"|[^\\s{scripts.CJK_FONT}]+\\s*|\\s+"
 )
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from research import textre
+from research import scripts, textre
 from research.agents.text import is_chinese
 
 EDGE_HOST = "speech.platform.bing.com"
@@ -159,8 +159,7 @@ def edge_reachable(timeout: float = 2.0) -> bool:
     return result[0]
 
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RUN = textre.compile(f"[{_HAN}][\u3000-\u303f{_HAN}\uff00-\uffef\\d.%]*")
+_CJK_RUN = textre.compile(f"[{scripts.HAN}][{scripts.CJK_PUNCTUATION}{scripts.HAN}{scripts.FULLWIDTH}\\d.%]*")
 # A run of at least three Latin words inside Chinese text is English speech ("LCOE" or "BYD" alone is not).
 _LATIN_RUN = textre.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[\s,;:$%.\d\-]+[A-Za-z][A-Za-z'’\-]*){2,}[.!?]?")
 

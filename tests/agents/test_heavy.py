@@ -19,7 +19,7 @@ from research.agents.depth import (
 )
 from research.agents.engines.llm import LLMEngine
 from research.agents.engines.offline import OfflineEngine
-from research.agents.engines.offline_heavy import heavy_shown, lead_query, variant_queries
+from research.agents.engines.offline.heavy import heavy_shown, lead_query, variant_queries
 from research.agents.synthesis import drop_uncited, finding_check
 from research.agents.text import detect_locale
 from research.agents.types import Plan, PlanStep, SourceRef, StepResult

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from research.agents.engines.offline import OfflineEngine
-from research.agents.engines.offline_titles import SUBORDINATORS, and_inside_a_clause, readable_steps
+from research.agents.engines.offline.titles import SUBORDINATORS, and_inside_a_clause, readable_steps
 from research.agents.types import PlanStep
 from tests.support.fake_context import FakeContext
 

@@ -113,7 +113,7 @@ def test_select_for_update_holds_the_row_until_commit(job):
 def _row_locks(sql: str) -> set[str]:
     """The tables whose rows this statement locks (an UPDATE, or a SELECT ... FOR UPDATE)."""
     head = sql.lstrip().upper()
-    tables = {"jobs_researchjob", "jobs_jobstep", "jobs_steprun"}
+    tables = {"jobs_researchjob", "jobs_jobstep", "jobs_steprun", "jobs_outputrender", "jobs_followup"}
     if head.startswith("UPDATE"):
         return {t for t in tables if head.startswith(f'UPDATE "{t.upper()}"')}
     if head.startswith("SELECT") and "FOR UPDATE" in head:
@@ -166,3 +166,57 @@ def test_every_move_of_the_lease_protocol_locks_the_job_row_first(job):
         order = _first_locks(lambda requeue=requeue: requeue(timezone.now()))
         assert order and order[0] == "jobs_researchjob", (model.__name__, order)
         assert model.objects.get(pk=pk).status == StepStatus.QUEUED
+
+
+def test_per_job_numbers_are_handed_out_under_the_job_row_lock(job):
+    """Racing writers of one job's numbered rows (report versions here; plan versions, follow-ups and sources
+    go through the same helper) get 1..N, none twice: `job_number_next` reads "the largest + 1" under the job
+    row's lock, the first lock it takes."""
+    from research.jobs.locks import job_number_next
+    from research.jobs.models import ReportVersion
+
+    results = race(lambda: services.report_version_create(job=job, markdown="# R\n", author="reporter").number)
+    assert sorted(results) == list(range(1, RACERS + 1))
+    if connection.vendor != "postgresql":
+        return
+    with transaction.atomic():
+        order = _first_locks(lambda: job_number_next(job_id=job.pk, model=ReportVersion))
+    assert order == ["jobs_researchjob"]
+
+
+def test_renders_and_one_shot_units_lock_the_job_row_first_too(job):
+    """The same order for the other kinds under the one protocol (units/lease.py): a render's claim, end and
+    hand-off, and a follow-up's end and hand-off (a one-shot unit's claim locks only its own row)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no row locks (it locks the whole file); run with TEST_DATABASE=postgres")
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from research.jobs.models import FollowUp, OutputRender, OutputStatus
+    from research.jobs.units.followups import FOLLOWUPS_KIND
+    from research.jobs.units.lease import Outcome
+    from research.jobs.units.renders import RENDERS_KIND
+
+    render = OutputRender.objects.create(job=job, kind="pdf")
+    followup = FollowUp.objects.create(job=job, number=1, question="And wind power?")
+    failed = Outcome("failed", error=ValueError("x"))
+    claims: list[Any] = []
+    moves: list[tuple[str, Callable[[], Any]]] = [
+        ("render claim", lambda: claims.append(RENDERS_KIND.claim(job_id=job.pk, kind="pdf"))),
+        ("render finish", lambda: RENDERS_KIND.finish(job.pk, claims[0].unit, claims[0].token, failed)),
+        ("follow-up claim", lambda: claims.append(FOLLOWUPS_KIND.claim(pk=followup.pk))),
+        ("follow-up finish", lambda: FOLLOWUPS_KIND.finish(job.pk, claims[1].unit, claims[1].token, failed)),
+    ]
+    for name, call in moves:
+        order = _first_locks(call)
+        if name != "follow-up claim":
+            assert order and order[0] == "jobs_researchjob", (name, order)
+    assert OutputRender.objects.get(pk=render.pk).status == OutputStatus.FAILED
+    assert FollowUp.objects.get(pk=followup.pk).status == OutputStatus.FAILED
+    for model, pk, kind in ((OutputRender, render.pk, RENDERS_KIND), (FollowUp, followup.pk, FOLLOWUPS_KIND)):
+        lapsed = timezone.now() - timedelta(seconds=1)
+        model.objects.filter(pk=pk).update(status=OutputStatus.RUNNING, lease_until=lapsed)
+        order = _first_locks(lambda kind=kind: kind.requeue_stale(timezone.now()))
+        assert order and order[0] == "jobs_researchjob", (model.__name__, order)
+        assert model.objects.get(pk=pk).status == OutputStatus.PENDING

@@ -71,3 +71,10 @@ def test_graph_coverage_fails_without_a_log(tmp_path):
     assert _coverage(tmp_path / "absent.log").returncode == 1
 
 
+
+
+def test_job_advance_runs_exactly_the_stage_handlers_the_graph_names():
+    from research.jobs.units.stages import HANDLERS
+
+    named = {stage.driver for stage in GRAPH} - {"user", "steps", "renders", ""}
+    assert named == set(HANDLERS)

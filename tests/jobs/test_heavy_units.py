@@ -16,7 +16,7 @@ from research.agents.types import Plan, PlanStep
 from research.jobs import dispatch, services
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
 from research.jobs.selectors import job_summary
-from research.jobs.units import runs, stages, steps
+from research.jobs.units import lease, runs, stages, steps
 from research.jobs.units.reaper import reap_stale_work
 from tests.support.jobs import TO_REVIEW, job_walk
 
@@ -26,8 +26,7 @@ def sent(monkeypatch) -> list[tuple]:
     units: list[tuple] = []
     monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: units.append(a))
     # Units run inline here: no lease-renewing side thread (its own DB connection would close the test's).
-    for module in (steps, runs, stages):
-        monkeypatch.setattr(module, "lease_kept", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(lease, "lease_kept", lambda *a, **k: contextlib.nullcontext())
     return units
 
 

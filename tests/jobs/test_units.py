@@ -292,8 +292,8 @@ def test_a_check_lost_max_attempts_times_fails_with_the_reason(alice, sent, sett
 
 def test_a_replaced_edit_check_holder_cannot_save_the_edit(alice, sent):
     from research.jobs.units.edit_check import _edit_check_claim
-    from research.jobs.units.leases import LeaseLost
-    from research.jobs.units.oneshots import oneshot_holder
+    from research.jobs.units.lease import LeaseLost
+    from research.jobs.units.lease import unit_holder as oneshot_holder
 
     check = _edit_check(alice)
     _, old_token = _edit_check_claim(check.pk)  # type: ignore[misc]
@@ -346,8 +346,8 @@ def test_a_followup_lost_max_attempts_times_fails_with_the_reason(alice, sent, s
 
 def test_a_replaced_followup_holder_cannot_write_the_answer(alice, sent):
     from research.jobs.units.followups import _followup_claim
-    from research.jobs.units.leases import LeaseLost
-    from research.jobs.units.oneshots import oneshot_holder
+    from research.jobs.units.lease import LeaseLost
+    from research.jobs.units.lease import unit_holder as oneshot_holder
 
     followup = _followup(alice)
     _, old_token = _followup_claim(followup.pk)  # type: ignore[misc]
@@ -371,8 +371,10 @@ def _take_over(model: type, pk: int, field: str) -> None:
 
 
 def test_a_replaced_render_holder_cannot_record_its_outcome(alice, sent):
-    from research.jobs.units.leases import LeaseLost
-    from research.jobs.units.renders import _render_holder
+    from research.jobs.units.lease import LeaseLost
+    from research.jobs.units.renders import RENDERS_KIND
+
+    _render_holder = RENDERS_KIND.holder
 
     job = services.job_create(user=alice, question="q?", options={"outputs": "pdf"})
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.RENDERING)
@@ -389,9 +391,8 @@ def test_a_replaced_render_holder_cannot_record_its_outcome(alice, sent):
 
 @pytest.mark.django_db(transaction=True)  # lease_kept's thread uses its own connection
 def test_a_replaced_stage_holder_cannot_end_the_stage_or_release_the_new_lease(alice, sent):
-    from research.jobs.units.common import still_wanted
-    from research.jobs.units.leases import LeaseLost, lease_kept
-    from research.jobs.units.stages import stage_release
+    from research.jobs.units.lease import LeaseLost, lease_kept
+    from research.jobs.units.stages import stage_release, still_wanted
 
     job = services.job_create(user=alice, question="q?", options={})
     ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.PLANNING)
@@ -417,7 +418,7 @@ def test_a_replaced_stage_holder_cannot_end_the_stage_or_release_the_new_lease(a
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_notices_a_lost_lease_and_the_next_checkpoint_stops(alice, sent, settings):
     from research.jobs.units.context import JobContext
-    from research.jobs.units.leases import LeaseLost, lease_kept
+    from research.jobs.units.lease import LeaseLost, lease_kept
 
     settings.STEP_LEASE_S = 1  # renewals every 0.25 s
     job = researching_job(alice, [PlanStep(id="a", title="A")])

@@ -11,12 +11,15 @@ from research.llm.parsing import extract_json_object, loads_lenient, parse_tool_
 
 # Text without tags or braces: what a model writes around its JSON, its reasoning and its answer.
 PROSE = st.text(st.characters(blacklist_characters="<>{}", blacklist_categories=("Cs",)), max_size=60)
+# Strings inside the JSON hold no tags: "…</think>…" anywhere in a reply is the leaked-reasoning form
+# (everything before it is reasoning), so a JSON string holding it is ambiguous by design.
+JSON_TEXT = st.text(st.characters(blacklist_characters="<>", blacklist_categories=("Cs",)), max_size=20)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(JSON_TEXT.map(lambda s: s[:8]), inner, max_size=4),
     max_leaves=12,
 )
-OBJECTS = st.dictionaries(st.text(max_size=8), JSON_VALUES, min_size=1, max_size=5)
+OBJECTS = st.dictionaries(JSON_TEXT.map(lambda s: s[:8]), JSON_VALUES, min_size=1, max_size=5)
 
 
 @settings(max_examples=200, deadline=None)
@@ -36,7 +39,7 @@ def test_reasoning_and_content_are_told_apart(reasoning: str, content: str, leak
 
 
 @settings(max_examples=200, deadline=None)
-@given(PROSE, st.lists(st.tuples(st.text(min_size=1, max_size=12), OBJECTS), max_size=3), PROSE)
+@given(PROSE, st.lists(st.tuples(JSON_TEXT.filter(bool).map(lambda s: s[:12]), OBJECTS), max_size=3), PROSE)
 def test_tool_call_tags_round_trip(before: str, calls: list[tuple[str, dict]], after: str) -> None:
     blocks = "".join(
         f"<tool_call>{json.dumps({'name': name, 'arguments': args}, ensure_ascii=False)}</tool_call>"

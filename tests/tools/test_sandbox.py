@@ -12,6 +12,7 @@ import pytest
 import research
 from research.tools import sandbox
 from research.tools.sandbox import TRUNCATION_MARKER, Limits, RunResult, SandboxUnavailable, run_python
+from research.tools.sandbox import common as sandbox_common
 
 PROJECT = Path(research.__file__).resolve().parent.parent
 
@@ -309,8 +310,8 @@ def test_bad_input_file_names_are_rejected():
 
 def test_fails_closed_without_bwrap(monkeypatch, tmp_path):
     flag = tmp_path / "ran"
-    real = sandbox._find_executable
-    monkeypatch.setattr(sandbox, "_find_executable", lambda name: None if name == "bwrap" else real(name))
+    real = sandbox_common._find_executable
+    monkeypatch.setattr(sandbox_common, "_find_executable", lambda name: None if name == "bwrap" else real(name))
     sandbox.reset_probe()
     with pytest.raises(SandboxUnavailable, match="bwrap") as err:
         run_python(f"open({str(flag)!r}, 'w').write('ran')")
@@ -324,8 +325,8 @@ def test_fails_closed_when_namespaces_are_refused(monkeypatch, tmp_path):
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
     flag = tmp_path / "ran"
-    real = sandbox._find_executable
-    monkeypatch.setattr(sandbox, "_find_executable", lambda name: str(fake) if name == "bwrap" else real(name))
+    real = sandbox_common._find_executable
+    monkeypatch.setattr(sandbox_common, "_find_executable", lambda name: str(fake) if name == "bwrap" else real(name))
     sandbox.reset_probe()
     with pytest.raises(SandboxUnavailable, match="namespace"):
         run_python(f"open({str(flag)!r}, 'w').write('ran')")
@@ -358,7 +359,7 @@ print("mount-call", libc.mount(b"none", b"/sandbox", b"tmpfs", 0, None))
 
 def test_fails_closed_with_a_bwrap_that_cannot_disable_user_namespaces(monkeypatch, tmp_path):
     """A bubblewrap older than 0.8 (no --disable-userns) is refused, not run without the block."""
-    real_bwrap = sandbox._find_executable("bwrap")
+    real_bwrap = sandbox_common._find_executable("bwrap")
     if real_bwrap is None:
         pytest.skip("bwrap is not installed")
     fake = tmp_path / "bwrap"
@@ -367,8 +368,8 @@ def test_fails_closed_with_a_bwrap_that_cannot_disable_user_namespaces(monkeypat
                     f'exec {real_bwrap} "$@"\n')
     fake.chmod(0o755)
     flag = tmp_path / "ran"
-    real = sandbox._find_executable
-    monkeypatch.setattr(sandbox, "_find_executable", lambda name: str(fake) if name == "bwrap" else real(name))
+    real = sandbox_common._find_executable
+    monkeypatch.setattr(sandbox_common, "_find_executable", lambda name: str(fake) if name == "bwrap" else real(name))
     sandbox.reset_probe()
     with pytest.raises(SandboxUnavailable):
         run_python(f"open({str(flag)!r}, 'w').write('ran')")

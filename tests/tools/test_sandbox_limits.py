@@ -21,6 +21,9 @@ import pytest
 
 from research.tools import sandbox
 from research.tools.sandbox import Limits, SandboxUnavailable, run_python
+from research.tools.sandbox import cgroups as sandbox_cgroups
+from research.tools.sandbox import execute as sandbox_execute
+from research.tools.sandbox import seccomp as sandbox_seccomp
 
 pytestmark = pytest.mark.slow  # each test forks a sandbox up to its limits: make test runs them, test-fast does not
 
@@ -36,7 +39,7 @@ def _fresh_probe():
 
 
 def _cgroup_mode_here() -> str | None:
-    support, _why = sandbox._cgroup_support()
+    support, _why = sandbox_cgroups._cgroup_support()
     return support.mode if support else None
 
 
@@ -44,14 +47,14 @@ def _cgroup_mode_here() -> str | None:
 def limits_mode(request, monkeypatch, settings):
     """Each whole-tree test runs once per mechanism; the cgroup run is skipped where none can be made."""
     if request.param == "cgroup" and _cgroup_mode_here() is None:
-        pytest.skip(f"no writable cgroup here: {sandbox._cgroup_support()[1]}")
+        pytest.skip(f"no writable cgroup here: {sandbox_cgroups._cgroup_support()[1]}")
     settings.SANDBOX_LIMITS = request.param
     return request.param
 
 
 def _leftover_cgroups(prefix: str = "") -> list[str]:
     """This process's per-run cgroups still there (other processes on the host may have their own)."""
-    support, _why = sandbox._cgroup_support()
+    support, _why = sandbox_cgroups._cgroup_support()
     if support is None:
         return []
     prefix = prefix or f"sandbox-{os.getpid()}-"
@@ -351,7 +354,7 @@ def test_seccomp_refuses_each_blocked_syscall_with_eperm(monkeypatch):
     assert filtered["clone3"] == ["ENOSYS"]  # so the C library falls back to clone()
 
     # The same calls under a filter that blocks nothing: most answer otherwise, so the filter is what refused.
-    monkeypatch.setattr(sandbox, "_blocked_syscalls", lambda: ())
+    monkeypatch.setattr(sandbox_seccomp, "_blocked_syscalls", lambda: ())
     control = _probe_syscalls()
     differs = {name for name in BLOCKED if control[name] != filtered[name]}
     # Only pivot_root is refused by the kernel itself before it reads its arguments (and unshare(NEWNS)).
@@ -458,10 +461,10 @@ def test_forged_file_streams_are_read_safely():
         add("big.txt", b"x" * 5000)
     blob = buf.getvalue()
     limits = Limits(return_file_bytes=4096)
-    assert sandbox._parse_files(blob, {"same.csv": b"1,2"}, limits) == {"good.txt": b"good"}
+    assert sandbox_execute._parse_files(blob, {"same.csv": b"1,2"}, limits) == {"good.txt": b"good"}
     cut = blob[: blob.index(b"good") + 2]
-    assert sandbox._parse_files(cut, {}, limits) == {}
-    assert sandbox._parse_files(b"garbage" * 100, {}, limits) == {}
+    assert sandbox_execute._parse_files(cut, {}, limits) == {}
+    assert sandbox_execute._parse_files(b"garbage" * 100, {}, limits) == {}
 
 
 def test_unknown_limits_setting_fails_closed(settings, tmp_path):
@@ -474,7 +477,7 @@ def test_unknown_limits_setting_fails_closed(settings, tmp_path):
 
 def test_insisting_on_a_cgroup_where_none_can_be_made_fails_closed(settings, monkeypatch, tmp_path):
     settings.SANDBOX_LIMITS = "cgroup"
-    monkeypatch.setattr(sandbox, "_cgroup_detected", (None, "no writable cgroup (test)"))
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_detected", (None, "no writable cgroup (test)"))
     flag = tmp_path / "ran"
     with pytest.raises(SandboxUnavailable, match="no writable cgroup"):
         run_python(f"open({str(flag)!r}, 'w').write('ran')")
@@ -493,7 +496,7 @@ def test_fails_closed_without_libseccomp(monkeypatch, tmp_path):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_seccomp)
-    monkeypatch.setattr(sandbox, "_seccomp_cache", {})
+    monkeypatch.setattr(sandbox_seccomp, "_seccomp_cache", {})
     sandbox.reset_probe()
     flag = tmp_path / "ran"
     ok, reason = sandbox.sandbox_probe()
@@ -505,7 +508,7 @@ def test_fails_closed_without_libseccomp(monkeypatch, tmp_path):
 
 def test_cgroups_of_a_dead_worker_are_removed(monkeypatch):
     """A worker SIGKILLed mid-run leaves its (empty) per-run cgroups; the next detection removes them."""
-    support, _why = sandbox._cgroup_support()
+    support, _why = sandbox_cgroups._cgroup_support()
     if support is None:
         pytest.skip("no writable cgroup here")
     dead = subprocess.Popen(["true"])
@@ -513,7 +516,7 @@ def test_cgroups_of_a_dead_worker_are_removed(monkeypatch):
     names = [f"sandbox-{dead.pid}-deadbeef"]
     for parent in support.parents.values():
         os.mkdir(os.path.join(parent, names[0]))
-    monkeypatch.setattr(sandbox, "_cgroup_detected", None)
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_detected", None)
     assert sandbox.limits_mode() == support.mode
     assert _leftover_cgroups(names[0]) == []
 
@@ -564,6 +567,7 @@ def test_unprivileged_worker_path():
 
 
 def _run_as_nobody(tmp_path: Path) -> None:
+    import psutil
     import pyseccomp
 
     pkg = tmp_path / "research" / "tools"
@@ -571,9 +575,11 @@ def _run_as_nobody(tmp_path: Path) -> None:
     for init in (tmp_path / "research" / "__init__.py", pkg / "__init__.py"):
         init.write_text("")
     src = os.path.dirname(sandbox.__file__)
-    for name in ("sandbox.py", "sandbox_boot.py", "config.py"):
-        shutil.copy(os.path.join(src, name), pkg / name)
+    shutil.copytree(src, pkg / "sandbox", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(os.path.dirname(src), "config.py"), pkg / "config.py")
     shutil.copy(pyseccomp.__file__, tmp_path / "pyseccomp.py")
+    # The watcher reads the tree with psutil, which the system python lacks: the venv's copy (abi3) serves.
+    shutil.copytree(os.path.dirname(psutil.__file__), tmp_path / "psutil", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "drive.py").write_text(NON_ROOT_DRIVER)
     for path in [tmp_path, *tmp_path.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
@@ -621,10 +627,10 @@ def test_the_production_default_is_no_weak_limits(monkeypatch):
         assert out.stdout.strip() == expected, out.stderr
     monkeypatch.delenv("SANDBOX_ALLOW_WEAK_LIMITS", raising=False)
     monkeypatch.setenv("SECURE_PRODUCTION", "1")
-    monkeypatch.setattr(sandbox, "setting", lambda name, default: default)  # as without Django
-    assert sandbox._weak_limits_allowed() is False
+    monkeypatch.setattr(sandbox_cgroups, "setting", lambda name, default: default)  # as without Django
+    assert sandbox_cgroups._weak_limits_allowed() is False
     monkeypatch.setenv("SANDBOX_ALLOW_WEAK_LIMITS", "1")
-    assert sandbox._weak_limits_allowed() is True
+    assert sandbox_cgroups._weak_limits_allowed() is True
 
 
 @pytest.mark.django_db
@@ -648,12 +654,12 @@ def test_a_delegated_parent_that_cannot_be_used_fails_closed(settings, monkeypat
     """SANDBOX_CGROUP_PARENT names the compose worker's delegated cgroup; where it is not one, nothing runs."""
     settings.SANDBOX_LIMITS = "cgroup"
     settings.SANDBOX_CGROUP_PARENT = str(tmp_path / "not-a-cgroup")
-    monkeypatch.setattr(sandbox, "_cgroup_detected", None)
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_detected", None)
     flag = tmp_path / "ran"
     with pytest.raises(SandboxUnavailable, match="SANDBOX_CGROUP_PARENT"):
         run_python(f"open({str(flag)!r}, 'w').write('ran')")
     assert not flag.exists()
-    monkeypatch.setattr(sandbox, "_cgroup_detected", None)
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_detected", None)
     settings.SANDBOX_LIMITS = "auto"
     assert sandbox.limits_mode() == "watcher"  # development: the watcher, which refuses sockets
-    monkeypatch.setattr(sandbox, "_cgroup_detected", None)
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_detected", None)

@@ -1,23 +1,17 @@
-"""Helpers shared by the worker-side units of work (stages.py, steps.py, renders.py, reaper.py)."""
+"""Helpers shared by the worker-side units of work (lease.py, stages.py, steps.py, runs.py, renders.py)."""
 
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
 from research.agents.engines import ENGINE_NAMES, get_engine
-from research.agents.types import BudgetExceeded, Engine, JobCancelled, Plan, PlanStep, StepResult
-from research.jobs.models import TERMINAL_STATUSES, JobStep, ResearchJob, StepStatus
-from research.jobs.units.leases import LeaseLost, lease_check
-
-logger = logging.getLogger(__name__)
+from research.agents.types import Engine, Plan, PlanStep, StepResult
+from research.jobs.models import JobStep, ResearchJob, StepStatus
 
 
 def now() -> datetime:
@@ -27,16 +21,6 @@ def now() -> datetime:
 def queue_grace() -> timedelta:
     """A queued unit not picked up within this time is re-sent (its message may have been lost)."""
     return timedelta(seconds=settings.STEP_QUEUE_GRACE_S)
-
-
-def still_wanted(job_id: int) -> None:
-    """Call inside the write transaction that ends a stage: raise JobCancelled if the job was cancelled
-    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`;
-    raise LeaseLost if the stage passed to another worker meanwhile (only the holder writes an outcome)."""
-    row = ResearchJob.objects.select_for_update().filter(pk=job_id).values("status", "cancel_requested").first()
-    if row is None or row["cancel_requested"] or row["status"] in TERMINAL_STATUSES:
-        raise JobCancelled("The job was cancelled.")
-    lease_check(ResearchJob, job_id)
 
 
 def short(exc: BaseException) -> str:
@@ -79,25 +63,3 @@ def plan_step(step: JobStep) -> PlanStep:
 def jsonable(value: Any) -> Any:
     """Step notes as the JSON field will store them; anything not JSON becomes its str()."""
     return json.loads(json.dumps(value, default=str))
-
-
-def unit_outcome(work: Callable[[], StepResult], finish: Callable[..., bool], *, label: str) -> None:
-    """Run a step's or a run's work and write its outcome through `finish` (which checks the lease token):
-    done with the result, cancelled, or failed with a readable reason. Shared by steps.py and runs.py."""
-    try:
-        result = work()
-        if not result.report_md.strip():
-            raise ValueError("the step produced an empty report")
-        finish(status=StepStatus.DONE, result_md=result.report_md,
-               result={"figures": result.figures, "notes": jsonable(result.notes)})
-    except LeaseLost:  # another worker holds the unit now: its outcome is the one that counts
-        logger.info("%s: the lease passed to another worker; stopping without an outcome", label)
-    except JobCancelled:
-        finish(status=StepStatus.CANCELLED, error="cancelled")
-    except SoftTimeLimitExceeded:
-        finish(status=StepStatus.FAILED, error=f"ran over its time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s)")
-    except BudgetExceeded as exc:
-        finish(status=StepStatus.FAILED, error=short(exc))
-    except Exception as exc:
-        logger.exception("%s failed", label)
-        finish(status=StepStatus.FAILED, error=short(exc))

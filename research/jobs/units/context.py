@@ -13,7 +13,7 @@ from typing import Any
 from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F
 from django.utils import timezone
 
 from research.agents.types import (
@@ -26,8 +26,9 @@ from research.agents.types import (
     ToolError,
 )
 from research.jobs.events import event_emit
+from research.jobs.locks import job_lock, job_number_next
 from research.jobs.models import LLMCall, ResearchJob, Source
-from research.jobs.units.leases import LeaseLost, lease_current
+from research.jobs.units.lease import LeaseLost, lease_current
 
 logger = logging.getLogger(__name__)
 
@@ -205,11 +206,11 @@ class JobContext:
             try:
                 with transaction.atomic():
                     # Lock the job row so parallel steps hand out numbers one at a time.
-                    ResearchJob.objects.filter(pk=self.job_id).update(updated=timezone.now())
+                    job_lock(self.job_id, touch=True)
                     existing = Source.objects.filter(job_id=self.job_id, url=url).first()
                     if existing is not None:
                         return _source_ref(existing)
-                    number = (Source.objects.filter(job_id=self.job_id).aggregate(m=Max("number"))["m"] or 0) + 1
+                    number = job_number_next(job_id=self.job_id, model=Source)
                     src = Source.objects.create(
                         job_id=self.job_id, number=number, url=url, title=title[:500], kind=kind, text=text,
                         text_hash=hashlib.sha256(text.encode()).hexdigest(), step_id=self.step_id or "",

@@ -3,70 +3,75 @@
 
 from __future__ import annotations
 
-import logging
+from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research.jobs.dispatch import enqueue_report_edit_check
 from research.jobs.events import event_emit
 from research.jobs.models import OutputStatus, ReportEditCheck
 from research.jobs.services import InvalidAction, report_edit_checked, report_edit_save
-from research.jobs.units.leases import LeaseLost, lease_kept
-from research.jobs.units.oneshots import oneshot_claim, oneshot_holder
-
-logger = logging.getLogger(__name__)
+from research.jobs.units.lease import OneShotKind, unit_run
 
 
-def _edit_check_end(*, check: ReportEditCheck, error: str) -> None:
-    """Fail the check with a reason the job page shows (`report.check_failed`); the caller holds the row."""
-    ReportEditCheck.objects.filter(pk=check.pk).update(status=OutputStatus.FAILED, error=error, lease_until=None,
-                                                       lease_token="", finished_at=timezone.now())
-    event_emit(job_id=check.job_id, type="report.check_failed", payload={"check": check.pk, "error": error})
+class _EditChecks(OneShotKind[ReportEditCheck]):
+    """Long report edits checked by a worker, under the lease protocol (lease.py)."""
+
+    model = ReportEditCheck
+    name = "edit_checks"
+    requeued_type = "report.check_requeued"
+    expected = (ValidationError, InvalidAction)
+
+    def describe(self, unit: ReportEditCheck) -> str:
+        return f"report edit check {unit.pk}"
+
+    def requeued_payload(self, unit: ReportEditCheck) -> dict[str, Any]:
+        return {"check": unit.pk}
+
+    def give_up_reason(self, unit: ReportEditCheck) -> str:
+        return _("The edit could not be checked: gave up after %(n)d attempts, the worker checking it was lost "
+                 "each time. Save it again to retry.") % {"n": unit.attempts}
+
+    def reason(self, exc: BaseException) -> str:
+        # Recorded and shown on the job page; the edit text stays for a retry.
+        if isinstance(exc, ValidationError):
+            return " ".join(exc.messages)
+        if isinstance(exc, InvalidAction):
+            return str(exc)
+        return _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
+
+    def succeed(self, unit: ReportEditCheck, value: Any) -> None:
+        # The new version and the check's `done` in one transaction, only by the lease holder: a check redone
+        # after a lost worker, or a replaced holder that was only slow, never saves the edit twice.
+        markdown, summary = value
+        version = report_edit_save(job=unit.job, markdown=markdown, check=summary)
+        ReportEditCheck.objects.filter(pk=unit.pk).update(
+            **self.ended_fields(OutputStatus.DONE, version=version.number, markdown=""))
+
+    def fail(self, unit: ReportEditCheck, error: str) -> None:
+        """Fail the check with a reason the job page shows (`report.check_failed`); the caller holds the row."""
+        ReportEditCheck.objects.filter(pk=unit.pk).update(**self.ended_fields(OutputStatus.FAILED, error=error))
+        event_emit(job_id=unit.job_id, type="report.check_failed", payload={"check": unit.pk, "error": error})
+
+    def send(self, unit: ReportEditCheck) -> None:
+        enqueue_report_edit_check(unit.pk)
+
+
+EDIT_CHECKS_KIND = _EditChecks()
 
 
 def _edit_check_claim(check_id: int) -> tuple[ReportEditCheck, str] | None:
-    """Claim the check (oneshots.oneshot_claim); after STEP_MAX_ATTEMPTS claims it fails, saying why."""
-    return oneshot_claim(ReportEditCheck, check_id, give_up=lambda check: _edit_check_end(check=check, error=_(
-        "The edit could not be checked: gave up after %(n)d attempts, the worker checking it was lost "
-        "each time. Save it again to retry.") % {"n": check.attempts}))
+    """Claim the check; after STEP_MAX_ATTEMPTS claims it fails, saying why."""
+    claim = EDIT_CHECKS_KIND.claim(pk=check_id)
+    return None if claim is None else (claim.unit, claim.token)
 
 
 def report_edit_check_run(*, check_id: int) -> None:
     """The worker's half of report_edit_submit: check the edit and store it as a new version, once.
 
-    A leased unit (research/jobs/units/leases.py): the lease is renewed while the check runs; a worker that dies
-    stops renewing and the reaper re-queues the check (`report.check_requeued`). The new version and the
-    check's `done` are written in one transaction, and only by the lease holder, so a check redone after a
-    lost worker, or a replaced holder that was only slow, never saves the edit twice.
+    A leased unit (research/jobs/units/lease.py): the lease is renewed while the check runs; a worker that
+    dies stops renewing and the reaper re-queues the check (`report.check_requeued`).
     """
-    claimed = _edit_check_claim(check_id)
-    if claimed is None:
-        return
-    check, token = claimed
-    with lease_kept(ReportEditCheck, check_id, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        try:
-            markdown, summary = report_edit_checked(job=check.job, markdown=check.markdown)
-            with transaction.atomic():
-                oneshot_holder(ReportEditCheck, check_id, token, what="report edit check")
-                version = report_edit_save(job=check.job, markdown=markdown, check=summary)
-                ReportEditCheck.objects.filter(pk=check_id).update(
-                    status=OutputStatus.DONE, version=version.number, markdown="", lease_until=None,
-                    lease_token="", finished_at=timezone.now())
-        except LeaseLost:
-            logger.warning("report edit check %s passed to another worker; this one stops", check_id)
-        except Exception as exc:  # recorded and shown on the job page; the edit text stays for a retry
-            if isinstance(exc, ValidationError):
-                error = " ".join(exc.messages)
-            elif isinstance(exc, InvalidAction):
-                error = str(exc)
-            else:
-                logger.exception("report edit check %s failed", check_id)
-                error = _("The edit could not be checked (%(kind)s).") % {"kind": type(exc).__name__}
-            with transaction.atomic():
-                try:
-                    oneshot_holder(ReportEditCheck, check_id, token, what="report edit check")
-                except LeaseLost:
-                    return  # replaced meanwhile: the new holder reports
-                _edit_check_end(check=check, error=error)
+    unit_run(EDIT_CHECKS_KIND, lambda claim: report_edit_checked(job=claim.unit.job, markdown=claim.unit.markdown),
+             pk=check_id)

@@ -3,20 +3,17 @@ research/jobs/conversation.py)."""
 
 from __future__ import annotations
 
-import logging
 import time
+from typing import Any
 
-from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from research.jobs.dispatch import enqueue_followup
 from research.jobs.events import event_emit
 from research.jobs.models import FollowUp, OutputStatus
 from research.jobs.selectors import report_in_registry_numbers
-from research.jobs.units.leases import LeaseLost, lease_kept
-from research.jobs.units.oneshots import oneshot_claim, oneshot_holder
+from research.jobs.units.lease import Claim, OneShotKind, unit_run
 
-logger = logging.getLogger(__name__)
 
 class _Deltas:
     """Batch answer tokens into followup.delta events (at most ~4 a second), like the report's."""
@@ -40,60 +37,73 @@ class _Deltas:
         self.last = time.monotonic()
 
 
-def _followup_fail(*, followup: FollowUp, error: str) -> None:
-    """Fail it with a reason the panel shows (`followup.failed`); the caller holds the row."""
-    FollowUp.objects.filter(pk=followup.pk).update(status=OutputStatus.FAILED, error=error[:2000], lease_until=None,
-                                                   lease_token="", finished_at=timezone.now())
-    event_emit(job_id=followup.job_id, type="followup.failed", payload={"number": followup.number,
+class _FollowUps(OneShotKind[FollowUp]):
+    """Follow-up questions answered by a worker, under the lease protocol (lease.py); when a worker is lost
+    the page drops that attempt's streamed text (`followup.requeued`)."""
+
+    model = FollowUp
+    name = "followups"
+    requeued_type = "followup.requeued"
+
+    def describe(self, unit: FollowUp) -> str:
+        return f"follow-up {unit.pk}"
+
+    def requeued_payload(self, unit: FollowUp) -> dict[str, Any]:
+        return {"number": unit.number}
+
+    def give_up_reason(self, unit: FollowUp) -> str:
+        return _("Gave up after %(n)d attempts: the worker answering it was lost each time. Ask again to retry."
+                 ) % {"n": unit.attempts}
+
+    def succeed(self, unit: FollowUp, value: Any) -> None:
+        final, added = value
+        FollowUp.objects.filter(pk=unit.pk).update(
+            **self.ended_fields(OutputStatus.DONE, answer=final.markdown, added_sources=added))
+        event_emit(job_id=unit.job_id, type="followup.done",
+                   payload={"number": unit.number, "cited": final.cited,
+                            "removed_citations": final.removed, "added_sources": added})
+
+    def fail(self, unit: FollowUp, error: str) -> None:
+        """Fail it with a reason the panel shows (`followup.failed`), never an empty answer."""
+        FollowUp.objects.filter(pk=unit.pk).update(**self.ended_fields(OutputStatus.FAILED, error=error[:2000]))
+        event_emit(job_id=unit.job_id, type="followup.failed", payload={"number": unit.number,
                                                                       "error": error[:500]})
+
+    def send(self, unit: FollowUp) -> None:
+        enqueue_followup(unit.pk)
+
+
+FOLLOWUPS_KIND = _FollowUps()
 
 
 def _followup_claim(followup_id: int) -> tuple[FollowUp, str] | None:
-    """Claim it (oneshots.oneshot_claim); after STEP_MAX_ATTEMPTS claims it fails, saying why."""
-    return oneshot_claim(FollowUp, followup_id, give_up=lambda followup: _followup_fail(followup=followup, error=_(
-        "Gave up after %(n)d attempts: the worker answering it was lost each time. Ask again to retry.")
-        % {"n": followup.attempts}))
+    """Claim it; after STEP_MAX_ATTEMPTS claims it fails, saying why."""
+    claim = FOLLOWUPS_KIND.claim(pk=followup_id)
+    return None if claim is None else (claim.unit, claim.token)
 
 
 def followup_run(*, followup_id: int) -> None:
     """Worker side: answer with the job's report and sources (maybe after a small research round).
 
-    A leased unit (research/jobs/units/leases.py): a worker that dies stops renewing and the reaper re-queues the
+    A leased unit (research/jobs/units/lease.py): a worker that dies stops renewing and the reaper re-queues the
     follow-up (`followup.requeued`); only the lease holder writes the answer or the failure.
     """
+    unit_run(FOLLOWUPS_KIND, _answer, pk=followup_id)
+
+
+def _answer(claim: Claim[FollowUp]) -> tuple[Any, int]:
     from research.agents.nodes.followup import answer_followup
     from research.jobs.selectors import report_latest
     from research.jobs.units.context import JobContext
 
-    claimed = _followup_claim(followup_id)
-    if claimed is None:
-        return
-    followup, token = claimed
+    followup = claim.unit
     job = followup.job
     report = report_latest(job=job)
     ctx = JobContext(job, step_id=None)
     batcher = _Deltas(job.pk, followup.number)
-    with lease_kept(FollowUp, followup.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        try:
-            final, added = answer_followup(
-                ctx, question=followup.question,
-                report_md=report_in_registry_numbers(job=job, markdown=report.markdown) if report else "",
-                on_delta=batcher)
-            batcher.flush()
-            with transaction.atomic():
-                oneshot_holder(FollowUp, followup.pk, token, what="follow-up")
-                FollowUp.objects.filter(pk=followup_id).update(
-                    status=OutputStatus.DONE, answer=final.markdown, added_sources=added, lease_until=None,
-                    lease_token="", finished_at=timezone.now())
-                event_emit(job_id=job.pk, type="followup.done",
-                           payload={"number": followup.number, "cited": final.cited,
-                                    "removed_citations": final.removed, "added_sources": added})
-        except LeaseLost:
-            logger.warning("follow-up %s passed to another worker; this one stops", followup_id)
-        except Exception as exc:  # shown as a failure on the page, never as an empty answer
-            with transaction.atomic():
-                try:
-                    oneshot_holder(FollowUp, followup.pk, token, what="follow-up")
-                except LeaseLost:
-                    return  # replaced meanwhile: the new holder reports
-                _followup_fail(followup=followup, error=str(exc))
+    final, added = answer_followup(
+        ctx, question=followup.question,
+        report_md=report_in_registry_numbers(job=job, markdown=report.markdown) if report else "",
+        on_delta=batcher)
+    batcher.flush()
+    return final, added

@@ -11,44 +11,27 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
 from research.jobs import storage
 from research.jobs.artifacts import artifact_save_file
+from research.jobs.dispatch import enqueue_render
 from research.jobs.events import event_emit
 from research.jobs.models import JobStatus, OutputRender, OutputStatus, ResearchJob
 from research.jobs.states import job_set_status
 from research.jobs.units.common import engine_for, now, short
 from research.jobs.units.context import JobContext
-from research.jobs.units.leases import LeaseLost, lease_deadline, lease_kept
+from research.jobs.units.lease import Claim, Outcome, UnitKind, unit_run
 from research.render.formats import RenderRequest, output_format, previews_safely
 
 logger = logging.getLogger(__name__)
-
-def render_claim(job_id: int, kind: str) -> tuple[OutputRender, str] | None:
-    with transaction.atomic():
-        ResearchJob.objects.filter(pk=job_id).update(updated=now())
-        row = OutputRender.objects.filter(job_id=job_id, kind=kind).first()
-        if row is None or row.status in (OutputStatus.DONE, OutputStatus.FAILED):
-            return None
-        if row.status == OutputStatus.RUNNING and row.lease_until and row.lease_until > now():
-            return None
-        if row.attempts >= settings.STEP_MAX_ATTEMPTS:
-            OutputRender.objects.filter(pk=row.pk).update(
-                status=OutputStatus.FAILED, error=f"gave up after {row.attempts} attempts (worker lost)")
-            job_finish_if_rendered(job_id=job_id)
-            return None
-        token = uuid.uuid4().hex
-        OutputRender.objects.filter(pk=row.pk).update(status=OutputStatus.RUNNING, attempts=row.attempts + 1,
-                                                      lease_until=now() + lease_deadline(), lease_token=token)
-        event_emit(job_id=job_id, type="artifact.started", payload={"kind": kind})
-        return row, token
 
 
 @dataclass
@@ -77,52 +60,85 @@ def _render(job: ResearchJob, kind: str, markdown: str, workdir: Path) -> _Made:
     return _Made(files, previews, meta={files[0][1]: made.meta} if made.meta else {})
 
 
-def _render_holder(row: OutputRender, token: str) -> None:
-    """Inside the transaction that writes the outcome: lock the row and make sure it is still ours."""
-    if not OutputRender.objects.select_for_update().filter(pk=row.pk, lease_token=token).exists():
-        raise LeaseLost(f"the {row.kind} render of job {row.job_id} passed to another worker")
+class _Renders(UnitKind[OutputRender]):
+    """One output of a job under the lease protocol (lease.py): pending → running → done | failed; the last
+    render to end moves the job to done or failed."""
+
+    model = OutputRender
+    name = "renders"
+    ended = (OutputStatus.DONE, OutputStatus.FAILED)
+
+    def describe(self, unit: OutputRender) -> str:
+        return f"the {unit.kind} render of job {unit.job_id}"
+
+    def give_up(self, job: ResearchJob, unit: OutputRender) -> None:
+        OutputRender.objects.filter(pk=unit.pk).update(
+            status=OutputStatus.FAILED, error=f"gave up after {unit.attempts} attempts (worker lost)")
+        job_finish_if_rendered(job_id=job.pk)
+
+    def claim_fields(self, unit: OutputRender, at: datetime) -> dict[str, Any]:
+        return {"status": OutputStatus.RUNNING}
+
+    def started(self, job: ResearchJob, unit: OutputRender) -> None:
+        event_emit(job_id=job.pk, type="artifact.started", payload={"kind": unit.kind})
+
+    def scope(self, claim: Claim[OutputRender]) -> AbstractContextManager[Path]:
+        return storage.work_dir(f"render-{claim.job_id}-{claim.unit.kind}")
+
+    def write(self, job_id: int, unit: OutputRender, outcome: Outcome) -> None:
+        if outcome.status != "done":
+            error = short(outcome.error or Exception("failed"))
+            OutputRender.objects.filter(pk=unit.pk).update(status=OutputStatus.FAILED, error=error,
+                                                           lease_until=None, lease_token="")
+            event_emit(job_id=job_id, type="artifact.failed", payload={"kind": unit.kind, "error": error})
+            return
+        # Only the lease holder stores and records: a worker that was replaced writes nothing.
+        job, version, made, started = outcome.value
+        for preview_kind, pages in made.previews.items():
+            storage.previews_replace(job_id, preview_kind, pages)
+        for art_kind, name, path in made.files:
+            art = artifact_save_file(job=job, kind=art_kind, name=name, path=path, meta=made.meta.get(name, {}))
+            event_emit(job_id=job_id, type="artifact.ready",
+                       payload={"kind": art_kind, "name": name, "size": art.size,
+                                "seconds": round(time.monotonic() - started, 2)})
+        OutputRender.objects.filter(pk=unit.pk).update(status=OutputStatus.DONE, error="", lease_until=None,
+                                                       lease_token="", report_version=version)
+
+    def after_end(self, job_id: int, unit: OutputRender, *, written: bool) -> None:
+        if written:
+            job_finish_if_rendered(job_id=job_id)
+
+    def lost(self, stale: datetime) -> QuerySet[OutputRender]:
+        return self.queryset().filter(status=OutputStatus.PENDING, job__status=JobStatus.RENDERING,
+                                      updated__lt=stale)
+
+    def requeue_fields(self, unit: OutputRender, at: datetime) -> dict[str, Any]:
+        return {"status": OutputStatus.PENDING}
+
+    def send(self, unit: OutputRender) -> None:
+        enqueue_render(unit.job_id, unit.kind)
+
+
+RENDERS_KIND = _Renders()
+
+
+def render_claim(job_id: int, kind: str) -> tuple[OutputRender, str] | None:
+    claim = RENDERS_KIND.claim(job_id=job_id, kind=kind)
+    return None if claim is None else (claim.unit, claim.token)
 
 
 def output_render(*, job_id: int, kind: str) -> None:
-    claimed = render_claim(job_id, kind)
-    if claimed is None:
-        return
-    row, token = claimed
-    job = ResearchJob.objects.get(pk=job_id)
+    unit_run(RENDERS_KIND, _render_work, job_id=job_id, kind=kind)
+
+
+def _render_work(claim: Claim[OutputRender]) -> tuple[ResearchJob, int, _Made, float]:
+    """Render the output into the claim's work folder; `write` stores it, if this worker still holds it."""
+    job = ResearchJob.objects.get(pk=claim.job_id)
     version = job.report_versions.order_by("-number").first()
-    with lease_kept(OutputRender, row.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        try:
-            if version is None:
-                raise ValueError("there is no report to render")
-            started = time.monotonic()
-            with storage.work_dir(f"render-{job_id}-{kind}") as tmp:
-                made = _render(job, kind, version.markdown, tmp)
-                with transaction.atomic():
-                    # Only the lease holder stores and records: a worker that was replaced writes nothing.
-                    _render_holder(row, token)
-                    for preview_kind, pages in made.previews.items():
-                        storage.previews_replace(job_id, preview_kind, pages)
-                    for art_kind, name, path in made.files:
-                        art = artifact_save_file(job=job, kind=art_kind, name=name, path=path,
-                                                 meta=made.meta.get(name, {}))
-                        event_emit(job_id=job_id, type="artifact.ready",
-                                   payload={"kind": art_kind, "name": name, "size": art.size,
-                                            "seconds": round(time.monotonic() - started, 2)})
-                    OutputRender.objects.filter(pk=row.pk).update(status=OutputStatus.DONE, error="",
-                                                                  lease_until=None, lease_token="",
-                                                                  report_version=version.number)
-        except LeaseLost:
-            logger.warning("the %s render of job %s passed to another worker; this one stops", kind, job_id)
-            return
-        except Exception as exc:
-            logger.exception("rendering %s of job %s failed", kind, job_id)
-            with transaction.atomic():
-                if not OutputRender.objects.select_for_update().filter(pk=row.pk, lease_token=token).exists():
-                    return  # replaced meanwhile: the new holder reports
-                OutputRender.objects.filter(pk=row.pk).update(status=OutputStatus.FAILED, error=short(exc),
-                                                              lease_until=None, lease_token="")
-                event_emit(job_id=job_id, type="artifact.failed", payload={"kind": kind, "error": short(exc)})
-    job_finish_if_rendered(job_id=job_id)
+    if version is None:
+        raise ValueError("there is no report to render")
+    started = time.monotonic()
+    return job, version.number, _render(job, claim.unit.kind, version.markdown, claim.scratch), started
 
 
 def job_finish_if_rendered(*, job_id: int) -> None:

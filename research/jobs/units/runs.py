@@ -27,7 +27,6 @@ from research.agents.types import Engine, Plan, PlanStep, StepResult
 from research.jobs.dispatch import enqueue_run, enqueue_step
 from research.jobs.events import event_emit
 from research.jobs.models import JobStep, ResearchJob, StepRun, StepStatus
-from research.jobs.units.claims import ENDED, LeasedUnits
 from research.jobs.units.common import (
     accepted_plan,
     engine_for,
@@ -36,10 +35,9 @@ from research.jobs.units.common import (
     plan_step,
     queue_grace,
     step_results,
-    unit_outcome,
 )
 from research.jobs.units.context import JobContext
-from research.jobs.units.leases import lease_kept
+from research.jobs.units.lease import ENDED, Claim, WorkKind, unit_run
 
 
 class RunsFailed(Exception):
@@ -103,11 +101,15 @@ def _after_run(job_id: int, step_pk: int) -> None:
         _synthesis_queue(job_id, step)
 
 
-class _Runs(LeasedUnits[StepRun]):
-    """Heavy mode's runs under the lease protocol (claims.py); the last run's end queues the synthesis."""
+class _Runs(WorkKind[StepRun]):
+    """Heavy mode's runs under the lease protocol (lease.py); the last run's end queues the synthesis."""
 
     model = StepRun
+    name = "runs"
     kind = "run"
+
+    def describe(self, unit: StepRun) -> str:
+        return f"run {unit.index} of step {unit.step.step_id} of job {unit.job_id}"
 
     def queryset(self) -> QuerySet[StepRun]:
         return StepRun.objects.select_related("step")
@@ -119,8 +121,8 @@ class _Runs(LeasedUnits[StepRun]):
         # The step row (after the job row): the last two runs ending together queue the synthesis once.
         JobStep.objects.select_for_update().filter(pk=unit.step_id).values_list("pk").first()
 
-    def started(self, job_id: int, unit: StepRun) -> None:
-        event_emit(job_id=job_id, type="run.started",
+    def started(self, job: ResearchJob, unit: StepRun) -> None:
+        event_emit(job_id=job.pk, type="run.started",
                    payload={**self.payload(unit), "attempt": unit.attempts,
                             "emphasis": str(unit.variant.get("emphasis", ""))})
 
@@ -141,42 +143,33 @@ class _Runs(LeasedUnits[StepRun]):
         enqueue_run(unit.job_id, unit.step.step_id, unit.index)
 
 
-_RUNS = _Runs()
+RUNS_KIND = _Runs()
 
 
 def run_claim(job_id: int, step_id: str, index: int) -> tuple[ResearchJob, JobStep, StepRun, str] | None:
     """Claim a run like steps.step_claim claims a step: a no-op for an ended run or one under a live lease."""
-    claimed = _RUNS.claim(job_id, step__step_id=step_id, index=index)
-    if claimed is None:
-        return None
-    job, run, token = claimed
-    return job, run.step, run, token
+    claim = RUNS_KIND.claim(job_id=job_id, step__step_id=step_id, index=index)
+    return None if claim is None else (claim.job, claim.unit.step, claim.unit, claim.token)
 
 
 def run_finish(job_id: int, run: StepRun, token: str, **fields: Any) -> bool:
     """Write a run's outcome only if it still holds the lease; queue the synthesis after the last run."""
-    return _RUNS.finish(job_id, run, token, fields)
+    return RUNS_KIND.finish_fields(job_id, run, token, fields)
 
 
 def run_research(*, job_id: int, step_id: str, index: int) -> None:
     """One run of a heavy step: the engine's research with this run's variant, under the run's lease."""
-    claimed = run_claim(job_id, step_id, index)
-    if claimed is None:
-        return
-    job, step, run, token = claimed
+    unit_run(RUNS_KIND, _run_work, job_id=job_id, step__step_id=step_id, index=index)
 
-    def work() -> StepResult:
-        ctx = JobContext(job, step_id=step_id, run=index)
-        plan = accepted_plan(job)
-        prior = step_results(job, list(step.depends_on))
-        ctx.check_cancelled()
-        return engine_for(job).research(ctx, plan_step(step), plan, prior, variant=variant_from_dict(run.variant))
 
-    def finish(**fields: Any) -> bool:
-        return run_finish(job_id, run, token, **fields)
-
-    with lease_kept(StepRun, run.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        unit_outcome(work, finish, label=f"run {index} of step {step_id} of job {job_id}")
+def _run_work(claim: Claim[StepRun]) -> StepResult:
+    job, run = claim.job, claim.unit
+    step = run.step
+    ctx = JobContext(job, step_id=step.step_id, run=run.index)
+    plan = accepted_plan(job)
+    prior = step_results(job, list(step.depends_on))
+    ctx.check_cancelled()
+    return engine_for(job).research(ctx, plan_step(step), plan, prior, variant=variant_from_dict(run.variant))
 
 
 def runs_synthesize(ctx: JobContext, engine: Engine, step: JobStep, plan: Plan) -> StepResult:
@@ -200,4 +193,4 @@ def runs_synthesize(ctx: JobContext, engine: Engine, step: JobStep, plan: Plan) 
 
 def runs_requeue_stale(at: datetime) -> int:
     """For the reaper: re-queue runs whose worker stopped renewing the lease or whose message was lost."""
-    return _RUNS.requeue_stale(at)
+    return RUNS_KIND.requeue_stale(at)

@@ -1,16 +1,16 @@
 """The job's stages, run in order by one unit (job_advance): coordinate → investigate → plan →
 [review] → (steps, see steps.py) → report. Each stage moves the job on through states.job_set_status.
 
-A stage holds the job's stage lease while it works; reaper.py restarts stages whose worker died.
+A stage holds the job's stage lease (the protocol of lease.py over the job row's `stage_*` columns) while it
+works; reaper.py restarts stages whose worker died.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from billiard.exceptions import SoftTimeLimitExceeded
@@ -22,38 +22,93 @@ from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
 from research.agents.verify import model_judge, report_check
 from research.jobs.artifacts import artifact_save_bytes
+from research.jobs.dispatch import enqueue_advance
 from research.jobs.events import event_emit
-from research.jobs.models import WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
+from research.jobs.models import TERMINAL_STATUSES, WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
 from research.jobs.services import plan_start, plan_version_create, renders_queue, report_version_create
-from research.jobs.states import job_set_status
-from research.jobs.units.common import accepted_plan, engine_for, now, short, step_results, still_wanted
+from research.jobs.states import STAGES_BY_STATUS, job_set_status
+from research.jobs.units.common import accepted_plan, engine_for, now, queue_grace, short, step_results
 from research.jobs.units.context import JobContext
-from research.jobs.units.leases import LeaseLost, lease_deadline, lease_kept
+from research.jobs.units.lease import Claim, LeaseLost, Outcome, UnitKind, lease_check, unit_run
 
 logger = logging.getLogger(__name__)
 
 
+def still_wanted(job_id: int) -> None:
+    """Call inside the write transaction that ends a stage: raise JobCancelled if the job was cancelled
+    (or ended) while the stage worked, so a stage finishing late never moves a job out of `cancelled`;
+    raise LeaseLost if the stage passed to another worker meanwhile (only the holder writes an outcome)."""
+    row = ResearchJob.objects.select_for_update().filter(pk=job_id).values("status", "cancel_requested").first()
+    if row is None or row["cancel_requested"] or row["status"] in TERMINAL_STATUSES:
+        raise JobCancelled("The job was cancelled.")
+    lease_check(ResearchJob, job_id)
+
+
+class _Stages(UnitKind[ResearchJob]):
+    """The job's stage lease under the protocol: the unit is the job row itself, its lease the `stage_*`
+    columns (`ResearchJob.LEASE`); it is claimed while the job is in a working status."""
+
+    model = ResearchJob
+    name = "stages"
+    job_field = "pk"
+    claim_lock = "job"  # the job row is the unit: locked, not touched
+    cancellable = True
+    expected = (SoftTimeLimitExceeded,)
+
+    def describe(self, unit: ResearchJob) -> str:
+        return f"the {unit.status} stage of job {unit.pk}"
+
+    def is_ended(self, unit: ResearchJob) -> bool:
+        return unit.status not in WORKING_STATUSES
+
+    def is_live(self, unit: ResearchJob, at: datetime) -> bool:
+        return bool(unit.stage_lease_until and unit.stage_lease_until > at)
+
+    def give_up(self, job: ResearchJob, unit: ResearchJob) -> None:
+        job_set_status(job=job, status=JobStatus.FAILED,
+                       error=f"The {job.status} stage was interrupted {job.stage_attempts} times "
+                             f"(its worker kept dying); giving up.")
+
+    def claim_fields(self, unit: ResearchJob, at: datetime) -> dict[str, Any]:
+        return {"started_at": at} if unit.started_at is None else {}
+
+    def write(self, job_id: int, unit: ResearchJob, outcome: Outcome) -> None:
+        if outcome.status == "done":
+            return  # each stage moved the job on itself (under still_wanted)
+        unit.refresh_from_db()
+        if unit.is_terminal:
+            return
+        if outcome.status == "cancelled":
+            job_set_status(job=unit, status=JobStatus.CANCELLED, error="Cancelled by the user.")
+        elif isinstance(outcome.error, SoftTimeLimitExceeded):
+            job_set_status(job=unit, status=JobStatus.FAILED,
+                           error=f"The {unit.status} stage ran over its time limit "
+                                 f"({settings.CELERY_TASK_SOFT_TIME_LIMIT} s).")
+        else:  # any failure is shown as a failure, with its reason
+            job_set_status(job=unit, status=JobStatus.FAILED,
+                           error=f"{unit.status} failed: {short(outcome.error or Exception('failed'))}")
+
+    def release(self, claim: Claim[ResearchJob]) -> None:
+        stage_release(claim.job_id, claim.token)
+
+    def requeue_stale(self, at: datetime) -> int:
+        """A stage is only sent again: its claim takes a lapsed lease over. Sent are stages whose worker
+        stopped renewing the lease, and working jobs nobody claimed at all (the message was lost)."""
+        working = ResearchJob.objects.filter(status__in=list(WORKING_STATUSES))
+        stale = at - queue_grace()
+        job_ids = [*working.filter(stage_lease_until__lt=at).values_list("pk", flat=True),
+                   *working.filter(stage_lease_until__isnull=True, updated__lt=stale).values_list("pk", flat=True)]
+        for job_id in job_ids:
+            enqueue_advance(job_id)
+        return len(job_ids)
+
+
+STAGES_KIND = _Stages()
+
+
 def stage_claim(job_id: int) -> tuple[ResearchJob, str] | None:
-    with transaction.atomic():
-        job = ResearchJob.objects.select_for_update().filter(pk=job_id).first()
-        if job is None or job.status not in WORKING_STATUSES:
-            return None
-        if job.stage_lease_until and job.stage_lease_until > now():
-            return None  # another worker holds this stage
-        if job.stage_attempts >= settings.STEP_MAX_ATTEMPTS:
-            job_set_status(job=job, status=JobStatus.FAILED,
-                           error=f"The {job.status} stage was interrupted {job.stage_attempts} times "
-                                 f"(its worker kept dying); giving up.")
-            return None
-        token = uuid.uuid4().hex
-        fields: dict[str, Any] = {"stage_lease_until": now() + lease_deadline(),
-                                  "stage_attempts": job.stage_attempts + 1, "stage_lease_token": token}
-        if job.started_at is None:
-            fields["started_at"] = now()
-        ResearchJob.objects.filter(pk=job_id).update(**fields)
-        for key, value in fields.items():
-            setattr(job, key, value)
-        return job, token
+    claim = STAGES_KIND.claim(pk=job_id)
+    return None if claim is None else (claim.unit, claim.token)
 
 
 def stage_release(job_id: int, token: str) -> None:
@@ -62,50 +117,24 @@ def stage_release(job_id: int, token: str) -> None:
         stage_lease_until=None, stage_attempts=0, stage_lease_token="")
 
 
-def _holds(job_id: int, token: str) -> bool:
-    return ResearchJob.objects.filter(pk=job_id, stage_lease_token=token).exists()
-
-
 def job_advance(*, job_id: int) -> None:
     """Run the job's current stage and the ones after it, until it waits (review, steps, renders) or ends."""
-    claimed = stage_claim(job_id)
-    if claimed is None:
-        return
-    job, token = claimed
-    with lease_kept(ResearchJob, job_id, "stage_lease_until", token_field="stage_lease_token",  # noqa: S106
-                    token=token):
-        try:
-            for _ in range(10):
-                job.refresh_from_db()
-                if job.stage_lease_token != token:
-                    raise LeaseLost(f"the stage of job {job_id} passed to another worker")
-                if job.cancel_requested and not job.is_terminal:
-                    job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
-                    break
-                handler = STAGES.get(job.status)
-                if handler is None:
-                    break
-                handler(job)
-        except LeaseLost:
-            # Another worker took the stage over (this one was too slow to renew): it writes the outcome.
-            logger.warning("job %s: the %s stage passed to another worker; this one stops", job_id, job.status)
-        except JobCancelled:
-            job.refresh_from_db()
-            if _holds(job_id, token) and not job.is_terminal:
-                job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
-        except SoftTimeLimitExceeded:
-            job.refresh_from_db()
-            if _holds(job_id, token) and not job.is_terminal:
-                job_set_status(job=job, status=JobStatus.FAILED,
-                               error=f"The {job.status} stage ran over its time limit "
-                                     f"({settings.CELERY_TASK_SOFT_TIME_LIMIT} s).")
-        except Exception as exc:  # any failure is shown as a failure, with its reason
-            logger.exception("job %s failed in stage %s", job_id, job.status)
-            job.refresh_from_db()
-            if _holds(job_id, token) and not job.is_terminal:
-                job_set_status(job=job, status=JobStatus.FAILED, error=f"{job.status} failed: {short(exc)}")
-        finally:
-            stage_release(job_id, token)
+    unit_run(STAGES_KIND, _advance, pk=job_id)
+
+
+def _advance(claim: Claim[ResearchJob]) -> None:
+    job, token = claim.unit, claim.token
+    for _ in range(10):
+        job.refresh_from_db()
+        if job.stage_lease_token != token:
+            raise LeaseLost(f"the stage of job {job.pk} passed to another worker")
+        if job.cancel_requested and not job.is_terminal:
+            job_set_status(job=job, status=JobStatus.CANCELLED, error="Cancelled by the user.")
+            break
+        handler = HANDLERS.get(STAGES_BY_STATUS[JobStatus(job.status)].driver)
+        if handler is None:
+            break
+        handler(job)
 
 
 def _stage_coordinate(job: ResearchJob) -> None:
@@ -249,10 +278,12 @@ def _stage_report(job: ResearchJob) -> None:
             job_set_status(job=job, status=JobStatus.DONE)
 
 
-STAGES: dict[str, Callable[[ResearchJob], None]] = {
-    JobStatus.QUEUED: _stage_coordinate,
-    JobStatus.COORDINATING: _stage_coordinate,
-    JobStatus.INVESTIGATING: _stage_investigate,
-    JobStatus.PLANNING: _stage_plan,
-    JobStatus.REPORTING: _stage_report,
+# The stage handlers by the name the declared graph gives them (states.GRAPH's `driver`): job_advance runs
+# the one the graph names for the job's status, and stops where the graph names none (a person, the
+# steps or the renders move the job on from there).
+HANDLERS: dict[str, Callable[[ResearchJob], None]] = {
+    "coordinate": _stage_coordinate,
+    "investigate": _stage_investigate,
+    "plan": _stage_plan,
+    "report": _stage_report,
 }

@@ -21,18 +21,9 @@ from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_st
 from research.jobs.events import event_emit, events_emit
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
 from research.jobs.states import job_set_status
-from research.jobs.units.claims import ENDED, LeasedUnits
-from research.jobs.units.common import (
-    accepted_plan,
-    engine_for,
-    now,
-    plan_step,
-    queue_grace,
-    step_results,
-    unit_outcome,
-)
+from research.jobs.units.common import accepted_plan, engine_for, now, plan_step, queue_grace, step_results
 from research.jobs.units.context import JobContext
-from research.jobs.units.leases import lease_kept
+from research.jobs.units.lease import ENDED, Claim, WorkKind, unit_run
 from research.jobs.units.runs import runs_fan_out, runs_synthesize, step_is_heavy
 
 logger = logging.getLogger(__name__)
@@ -101,11 +92,15 @@ def job_schedule(*, job_id: int) -> None:
                 job_set_status(job=job, status=JobStatus.FAILED, error=f"Every step failed. {reasons}")
 
 
-class _Steps(LeasedUnits[JobStep]):
-    """Plan steps under the lease protocol (claims.py); an end (or a lost lease) wakes the scheduler."""
+class _Steps(WorkKind[JobStep]):
+    """Plan steps under the lease protocol (lease.py); an end (or a lost lease) wakes the scheduler."""
 
     model = JobStep
+    name = "steps"
     kind = "step"
+
+    def describe(self, unit: JobStep) -> str:
+        return f"step {unit.step_id} of job {unit.job_id}"
 
     def payload(self, unit: JobStep) -> dict[str, Any]:
         return {"step": unit.step_id}
@@ -114,9 +109,9 @@ class _Steps(LeasedUnits[JobStep]):
         # A heavy step waiting on its runs: their last one queues it.
         return unit.status == StepStatus.RUNNING and unit.lease_until is None and runs_pending(unit)
 
-    def started(self, job_id: int, unit: JobStep) -> None:
+    def started(self, job: ResearchJob, unit: JobStep) -> None:
         # A heavy step comes back here once its runs ended, to merge them.
-        event_emit(job_id=job_id, type="step.synthesizing" if step_has_runs(unit) else "step.started",
+        event_emit(job_id=job.pk, type="step.synthesizing" if step_has_runs(unit) else "step.started",
                    payload={"step": unit.step_id, "title": unit.title, "type": unit.step_type,
                             "attempt": unit.attempts})
 
@@ -137,43 +132,37 @@ class _Steps(LeasedUnits[JobStep]):
         enqueue_step(unit.job_id, unit.step_id)
 
 
-_STEPS = _Steps()
+STEPS_KIND = _Steps()
 
 
 def step_claim(job_id: int, step_id: str) -> tuple[ResearchJob, JobStep, str] | None:
-    return _STEPS.claim(job_id, step_id=step_id)
+    claim = STEPS_KIND.claim(job_id=job_id, step_id=step_id)
+    return None if claim is None else (claim.job, claim.unit, claim.token)
 
 
 def step_finish(job_id: int, step: JobStep, token: str, **fields: Any) -> bool:
     """Write the outcome only if we still hold the lease (the reaper may have handed the step on)."""
-    return _STEPS.finish(job_id, step, token, fields)
+    return STEPS_KIND.finish_fields(job_id, step, token, fields)
 
 
 def steps_requeue_stale(at: datetime) -> int:
     """For the reaper: re-queue steps whose worker stopped renewing the lease or whose message was lost."""
-    return _STEPS.requeue_stale(at)
+    return STEPS_KIND.requeue_stale(at)
 
 
 def step_run(*, job_id: int, step_id: str) -> None:
-    claimed = step_claim(job_id, step_id)
-    if claimed is None:
-        return
-    job, step, token = claimed
+    unit_run(STEPS_KIND, _step_work, job_id=job_id, step_id=step_id)
 
-    def work() -> StepResult:
-        ctx = JobContext(job, step_id=step_id)
-        plan = accepted_plan(job)
-        engine = engine_for(job)
-        ctx.check_cancelled()
-        if step_has_runs(step):
-            return runs_synthesize(ctx, engine, step, plan)
-        prior = step_results(job, list(step.depends_on))
-        if step.step_type == "processing":
-            return engine.process(ctx, plan_step(step), plan, prior)
-        return engine.research(ctx, plan_step(step), plan, prior)
 
-    def finish(**fields: Any) -> bool:
-        return step_finish(job_id, step, token, **fields)
-
-    with lease_kept(JobStep, step.pk, "lease_until", token_field="lease_token", token=token):  # noqa: S106
-        unit_outcome(work, finish, label=f"step {step_id} of job {job_id}")
+def _step_work(claim: Claim[JobStep]) -> StepResult:
+    job, step = claim.job, claim.unit
+    ctx = JobContext(job, step_id=step.step_id)
+    plan = accepted_plan(job)
+    engine = engine_for(job)
+    ctx.check_cancelled()
+    if step_has_runs(step):
+        return runs_synthesize(ctx, engine, step, plan)
+    prior = step_results(job, list(step.depends_on))
+    if step.step_type == "processing":
+        return engine.process(ctx, plan_step(step), plan, prior)
+    return engine.research(ctx, plan_step(step), plan, prior)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from research import textre
+from research import scripts
 from research.agents.types import SearchHit
 from research.tools.search.base import ProviderOptions, SearchProvider, http_url, register
 from research.tools.search.errors import ProviderError, ProviderErrorKind
-
-_CJK = textre.compile(r"[\u4e00-\u9fff]")
 
 
 @register
@@ -19,7 +17,7 @@ class DuckDuckGo(SearchProvider):
         from ddgs import DDGS
         from ddgs.exceptions import RatelimitException, TimeoutException
 
-        region = "cn-zh" if _CJK.search(query) else "us-en"
+        region = "cn-zh" if scripts.has_common_han(query) else "us-en"
         try:
             rows = DDGS(timeout=int(max(1, opts.timeout))).text(query, region=region, max_results=max_results)
         except TimeoutException as exc:  # ddgs wraps its HTTP client's errors in its own

@@ -12,7 +12,7 @@
   sources cites them all; a sentence whose source is not in the registry is dropped; then the claim
   check runs (research.agents.synthesis).
 
-Kept apart from offline.py so that the standard engine needs only a two-line hook.
+Kept apart from engine.py so that the standard engine needs only a two-line hook.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from research import textre
+from research import scripts, textre
 from research.agents.depth import EMPHASES
 from research.agents.rank import RankedSentence, near_duplicate
 from research.agents.synthesis import allowed_numbers, finding_check
@@ -29,11 +29,11 @@ from research.agents.types import AgentContext, Plan, PlanStep, RunVariant, Sour
 from research.ir import tokenize
 
 _EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'-]+")
-_CJK_WORD = textre.compile("[\u4e00-\u9fff]{2}")
+_CJK_WORD = textre.compile(f"[{scripts.HAN_COMMON}]{{2}}")
 
 
 class OfflineEngine(Protocol):
-    """What heavy mode uses of research.agents.engines.offline.OfflineEngine (not imported: it imports us)."""
+    """What heavy mode uses of research.agents.engines.offline.engine.OfflineEngine (not imported: it imports us)."""
 
     name: str
     sentences_per_step: int

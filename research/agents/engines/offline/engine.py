@@ -1,0 +1,440 @@
+"""The offline engine itself: the Engine methods, the planner and the researcher; question analysis,
+source selection, report writing and the processing step are its sibling modules (docs/offline-engine.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from research import textre
+from research.agents.engines.offline.process import process_step
+from research.agents.engines.offline.question import (
+    _CANONICAL_ORDER,
+    _FACET_BY_KEY,
+    _FACET_PRIORITY,
+    _ONLY,
+    CORE_FACETS,
+    EXTRA_FACETS,
+    _aspect_of,
+    _facet_mentions,
+    _facet_title,
+    _feedback_terms,
+    _plan_title,
+    _requested_count,
+    _step_facets,
+    is_small_talk,
+    question_aspects,
+    question_facets,
+)
+from research.agents.engines.offline.select import (
+    _cover_sources,
+    _figures_bonus,
+    _figures_prior,
+    _foreign_titles,
+    _same_script,
+    _shared_subject,
+    _source_weights,
+)
+from research.agents.engines.offline.titles import readable_steps
+from research.agents.engines.offline.write import _cite, write_report
+from research.agents.rank import RankedSentence, rank_sentences, split_sentences, tokenize
+from research.agents.text import detect_locale, is_chinese, key_terms
+from research.agents.types import (
+    AgentContext,
+    CoordinatorDecision,
+    Plan,
+    PlanStep,
+    PodcastScript,
+    RunVariant,
+    SlideOutline,
+    SourceRef,
+    StepResult,
+    ToolError,
+)
+
+
+class OfflineEngine:
+    """Implements research.agents.types.Engine with extraction instead of a model."""
+
+    name = "offline"
+
+    def __init__(
+        self, *, fetch_per_step: int = 4, sentences_per_step: int = 5, min_sentences: int = 3, per_source: int = 3
+    ) -> None:
+        self.fetch_per_step = fetch_per_step  # pages fetched per step (search hits beyond are not read)
+        self.sentences_per_step = sentences_per_step  # sentences shown per step
+        self.min_sentences = min_sentences  # off-facet sentences fill up to this many
+        self.per_source = per_source  # soft cap per source, so one page doesn't fill a section
+
+    # -- coordinator
+
+    def coordinate(self, ctx: AgentContext) -> CoordinatorDecision:
+        locale = detect_locale(ctx.question)
+        if is_small_talk(ctx.question):
+            if is_chinese(locale):
+                answer = (
+                    "你好！这里是离线引擎：不使用语言模型，而是通过检索和抽取来源原文来撰写报告。"
+                    "请告诉我你想研究的问题。"
+                )
+            else:
+                answer = (
+                    "Hello! This is the offline engine: it writes reports without a language model, by "
+                    "searching and quoting sources. Ask me a research question to get started."
+                )
+            return CoordinatorDecision("answer", locale, answer)
+        return CoordinatorDecision("research", locale)
+
+    # -- planner
+
+    def plan(
+        self,
+        ctx: AgentContext,
+        *,
+        max_steps: int,
+        background: str = "",
+        feedback: str = "",
+        previous: Plan | None = None,
+    ) -> Plan:
+        locale = ctx.locale or detect_locale(ctx.question)
+        zh = is_chinese(locale)
+        limit = max(1, max_steps)
+        terms = key_terms(ctx.question, locale)
+        extra_terms = _feedback_terms(feedback, zh) if feedback else []
+
+        # The question's own parts first ("production", "safety"), then the generic facets fill the rest.
+        aspects = question_aspects(ctx.question, locale)[:limit]
+        keys = self._facet_keys(limit, feedback, previous, reserved=len(aspects)) if limit > len(aspects) else []
+        if aspects:
+            # A facet a part already asks about ("what limits …": challenges) gives way to the next one.
+            covered = {f.key for a in aspects for f in question_facets(a.title)}
+            dropped = set(_facet_mentions(feedback)[1]) if feedback else set()
+            want = len(keys)
+            keys = [k for k in keys if k not in covered]
+            for key in _FACET_PRIORITY:
+                if len(keys) >= want:
+                    break
+                if key not in keys and key not in covered and key not in dropped:
+                    keys.append(key)
+            keys = sorted(keys, key=_CANONICAL_ORDER.index)
+        topic = " ".join(terms)
+        steps: list[PlanStep] = []
+        for aspect in aspects:
+            query = " ".join([aspect.query, *extra_terms]).strip()
+            steps.append(PlanStep(id=f"step-{len(steps) + 1}", title=aspect.title, description=query[:4000],
+                                  step_type="research", need_search=True, depends_on=[]))
+        for key in keys:
+            facet = _FACET_BY_KEY[key]
+            query = " ".join([topic, facet.query_zh if zh else facet.query_en, *extra_terms]).strip()
+            steps.append(
+                PlanStep(
+                    id=f"step-{len(steps) + 1}",
+                    title=_facet_title(facet, zh),
+                    description=query[:4000],
+                    step_type="research",
+                    need_search=True,
+                    depends_on=[],
+                )
+            )
+        steps = readable_steps(steps, question=ctx.question, locale=locale)  # never split inside a clause
+        facet_names = "、".join(s.title for s in steps) if zh else ", ".join(s.title for s in steps)
+        if zh:
+            thought = f"离线规划：先按问题的各部分、再按常见方面检索（{facet_names}）；关键词：{'、'.join(terms)}。"
+            if feedback:
+                thought += f"已根据反馈调整：{feedback.strip()}"
+        else:
+            thought = (
+                f"Offline plan: one search step per part of the question, then per facet ({facet_names}); "
+                f"key terms: {topic}."
+            )
+            if feedback:
+                thought += f" Adjusted to the feedback: {feedback.strip()}"
+        return Plan(
+            locale=locale,
+            title=_plan_title(ctx.question)[:300],
+            thought=thought[:2000],
+            has_enough_context=False,
+            steps=steps,
+        )
+
+    def _facet_keys(self, limit: int, feedback: str, previous: Plan | None, reserved: int = 0) -> list[str]:
+        """The facets for the steps left after `reserved` steps on the question's own parts."""
+        limit -= reserved
+        count = min(limit, len(CORE_FACETS))
+        if previous is not None and previous.steps:
+            count = min(limit, max(1, len(previous.steps) - reserved))
+        wanted: list[str] = []
+        dropped: list[str] = []
+        if feedback:
+            wanted, dropped = _facet_mentions(feedback)
+            requested = _requested_count(feedback, count)
+            if requested is not None:
+                count = requested
+            elif wanted and previous is not None:
+                # "add key players": room for facets the previous plan lacked, within max_steps.
+                had = {s.title for s in previous.steps}
+                new = [k for k in wanted if not {_FACET_BY_KEY[k].title_en, _FACET_BY_KEY[k].title_zh} & had]
+                count += len(new)
+            if _ONLY.search(feedback.lower()) and wanted:
+                count = len(wanted)
+        count = max(1, min(limit, count))
+        if count == 1 and not wanted:
+            return ["current"] if reserved else ["overview"]
+        pool = (
+            [k for k in (*CORE_FACETS, *EXTRA_FACETS) if k != "overview"]
+            if count > len(CORE_FACETS)
+            else list(CORE_FACETS)
+        )
+        chosen = [k for k in wanted if k not in dropped][:count]
+        for key in _FACET_PRIORITY:
+            if len(chosen) >= count:
+                break
+            if key in pool and key not in chosen and key not in dropped:
+                chosen.append(key)
+        for key in _FACET_PRIORITY:  # everything else was dropped: fall back to what is left
+            if len(chosen) >= count:
+                break
+            if key not in chosen and key not in dropped:
+                chosen.append(key)
+        return sorted(chosen, key=_CANONICAL_ORDER.index)
+
+    # -- researcher
+
+    def _queries(self, ctx: AgentContext, step: PlanStep) -> tuple[str, str, str]:
+        """(search query, ranking query, focus): the step's words plus the question's key terms.
+
+        The focus is the step's words that are not the question's topic: every fetched page is
+        about the topic, so the facet ("history", "challenges") is what tells the steps apart.
+        """
+        locale = ctx.locale or detect_locale(ctx.question)
+        terms = key_terms(ctx.question, locale)
+        aspect = _aspect_of(ctx.question, locale, step)
+        if aspect:  # a part's step searches for that part, not for the other parts too
+            others = {w.lower() for a in question_aspects(ctx.question, locale) if a != aspect for w in a.words}
+            terms = [t for t in terms if t.lower() not in others or t.lower() in aspect.query.lower()]
+        base = step.description.strip() or step.title.strip()
+        missing = [t for t in terms if t.lower() not in base.lower()]
+        search_query = " ".join([base, *missing])[:400]
+        rank_query = " ".join([step.title, step.description, *terms])
+        own = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        topic = set(tokenize(" ".join(terms))) - own  # a part's own words are what it asks, not the subject
+        words = textre.findall(r"[\w'’-]+", f"{step.title} {step.description}")
+        facets = [] if aspect else _step_facets(step)
+        words += [w for facet in facets for w in facet.hints.split()]
+        if aspect:
+            words += [w for facet in question_facets(aspect.title) for w in facet.hints.split()]
+        elif not facets or facets == [_FACET_BY_KEY["overview"]]:
+            # A step of no particular facet leans to what the question asks ("what limits …": challenges).
+            words += [w for facet in question_facets(ctx.question) for w in facet.hints.split()]
+        # The facet's words in both languages: sources in the other language still match the facet.
+        words += [w for facet in facets for w in f"{facet.query_en} {facet.query_zh}".split()]
+        focus = " ".join(dict.fromkeys(w.lower() for w in words if set(tokenize(w)) - topic))
+        if aspect:
+            # What the part asks ("limits" → the challenge words) counts even where it is a key term.
+            asked = [w for facet in question_facets(aspect.title) for w in facet.hints.split()]
+            focus = " ".join(dict.fromkeys([*focus.split(), *aspect.words, *asked]))
+        return search_query, rank_query, focus
+
+    def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]:
+        """Search and fetch; returns the fetched / knowledge-base sources and the errors met.
+
+        A step that needs no search re-reads what the job already found, and searches only when
+        nothing was found yet. A failed fetch is skipped and the next hit is tried instead.
+        """
+        options = ctx.options or {}
+        use_web = options.get("web", True) is not False
+        use_kb = bool(options.get("kb"))
+        max_results = int(options.get("max_results") or 8)
+        sources: list[SourceRef] = []
+        errors: list[str] = []
+        seen: set[int] = set()
+
+        def keep(ref: SourceRef) -> bool:
+            if ref.number in seen or not ref.text.strip():
+                return False
+            seen.add(ref.number)
+            sources.append(ref)
+            return True
+
+        if not step.need_search:
+            for ref in ctx.sources():
+                keep(ref)
+            if sources:
+                return sources, errors
+
+        if use_kb:
+            ctx.check_cancelled()
+            try:
+                hits = ctx.kb_search(query, limit=self.fetch_per_step)
+            except ToolError as exc:
+                errors.append(f"knowledge base: {exc}")
+                ctx.emit("step.activity", {"kind": "kb", "query": query, "error": str(exc)})
+            else:
+                ctx.emit("step.activity", {"kind": "kb", "query": query, "count": len(hits)})
+                for ref in hits:
+                    keep(ref)
+        if use_web:
+            ctx.check_cancelled()
+            try:
+                results = ctx.search(query, max_results=max_results)
+            except ToolError as exc:
+                errors.append(f"search: {exc}")
+                ctx.emit("step.activity", {"kind": "search", "query": query, "error": str(exc)})
+                results = []
+            # Knowledge-base hits that a search provider mixed in are read through kb_search, not fetched.
+            urls = [h.url for h in results if h.url and h.provider != "knowledge" and not h.url.startswith("kb://")]
+            fetched = 0
+            for url in dict.fromkeys(urls):
+                if fetched >= self.fetch_per_step:
+                    break
+                ctx.check_cancelled()
+                try:
+                    fetched += keep(ctx.fetch(url))
+                except ToolError as exc:
+                    errors.append(f"{url}: {exc}")
+                    ctx.emit("step.activity", {"kind": "fetch_failed", "url": url, "error": str(exc)})
+        return sources, errors
+
+    def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
+                 variant: RunVariant | None = None) -> StepResult:
+        if variant is not None:  # a heavy run: query variants, union reranked (heavy.py)
+            from research.agents.engines.offline import heavy as offline_heavy
+
+            return offline_heavy.research_run(self, ctx, step, plan, prior, variant)
+        search_query, rank_query, _ = self._queries(ctx, step)
+        sources, errors = self._gather(ctx, step, search_query)
+        if not sources:
+            detail = f" ({'; '.join(errors[:3])})" if errors else ""
+            raise ToolError(f"no sources found for step '{step.title}'{detail}")
+        ranked, fallback, candidates = self.rank_step(ctx, step, plan, sources, shown=self.sentences_per_step)
+        ctx.emit(
+            "step.activity",
+            {"kind": "rank", "candidates": candidates, "selected": min(len(ranked), self.sentences_per_step)},
+        )
+        zh = is_chinese(ctx.locale or plan.locale)
+        shown = ranked[: self.sentences_per_step]
+        report_md = "\n".join(f"- {_cite(r.text, r.source, zh)}" for r in shown) + "\n"
+        return StepResult(
+            step_id=step.id,
+            title=step.title,
+            report_md=report_md,
+            notes={
+                "engine": self.name,
+                "query": rank_query,
+                "sources": [ref.number for ref in sources],
+                "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked],
+                "fallback": fallback,
+                "errors": errors,
+            },
+        )
+
+    def rank_step(
+        self,
+        ctx: AgentContext,
+        step: PlanStep,
+        plan: Plan,
+        sources: list[SourceRef],
+        *,
+        shown: int,
+        lean: str = "",
+        backing: Callable[[str], float] | None = None,
+    ) -> tuple[list[RankedSentence], bool, int]:
+        """(ranked sentences, fallback used, candidate count): the step's sentences from `sources`.
+
+        `sources` are in search order (for a step that searched, its first hits weigh more). `lean`
+        adds words to the step's focus (a heavy run's source-type emphasis); `backing(sentence)`
+        multiplies a sentence's score (a heavy synthesis favours what several runs found). The
+        first `shown` are the ones a section shows; a few more are ranked for the reporter to swap in.
+        """
+        locale = ctx.locale or plan.locale or detect_locale(ctx.question)
+        aspect = _aspect_of(ctx.question, locale, step)
+        own = set(tokenize(" ".join(aspect.words))) if aspect else set()  # never ignored as "the subject"
+        _, rank_query, focus = self._queries(ctx, step)
+        if lean:
+            focus = f"{focus} {lean}".strip()
+        candidates: list[tuple[str, int]] = []
+        for ref in sources:
+            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
+        if not candidates:
+            raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
+        weights = _source_weights(ctx.question, locale, sources)
+        foreign_titles = _foreign_titles(locale, sources, weights)
+        rank_query = " ".join([rank_query, *foreign_titles])
+        if step.need_search:
+            # The step's own search ranked the pages for what this step asks: its first hits are the
+            # pages most about it (sources are in the order they were found).
+            for rank, ref in enumerate(sources):
+                weight = weights.get(ref.number, 1.0)
+                # (Not when the pages on the subject are in another script: then a page in the
+                # question's script that lacks its subject matched only a word or two, "量产".)
+                if rank < 2 and not (foreign_titles and weight < 0.34 and _same_script(locale, ref)):
+                    # The search engine's two best hits are on the subject even when they do not
+                    # repeat the question's long terms ("公共充电桩" for "中国电动汽车充电桩").
+                    weight = max(weight, 0.9)
+                weights[ref.number] = weight * max(0.6, 1.0 - 0.1 * rank)
+        if aspect and own:
+            # A part's step prefers the pages that speak of that part at all.
+            for ref in sources:
+                if not own <= set(tokenize(f"{ref.title} {ref.text}")):
+                    weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
+        base_prior = _figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else _figures_bonus
+        prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
+        # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
+        ranked = rank_sentences(
+            rank_query,
+            candidates,
+            limit=shown * 2 + 2,
+            locale=locale,
+            per_source=self.per_source,
+            focus=focus,
+            prior=prior,
+            source_weight=weights,
+            diversity=0.3,
+            floor=0.35,
+            ignore=_shared_subject(ctx.question, locale, sources) - own,
+        )
+        ranked = _cover_sources(ranked, weights, shown)
+        if ranked:
+            return ranked, False, len(candidates)
+        # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
+        firsts: dict[int, str] = {}
+        for sentence, number in candidates:
+            firsts.setdefault(number, sentence)
+        leads = list(firsts.items())[:shown]
+        return [RankedSentence(text, number, 0.0, i) for i, (number, text) in enumerate(leads)], True, len(candidates)
+
+    def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
+        from research.agents.engines.offline import heavy as offline_heavy
+
+        return offline_heavy.synthesize(self, ctx, step, plan, runs)
+
+    # -- coder
+
+    # -- coder
+
+    def process(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult]) -> StepResult:
+        return process_step(ctx, step, plan, prior, engine=self.name)
+
+    # -- reporter
+
+    def report(
+        self,
+        ctx: AgentContext,
+        plan: Plan,
+        results: list[StepResult],
+        *,
+        style: str,
+        on_delta: Callable[[str], None],
+    ) -> str:
+        return write_report(ctx, plan, results, style=style, on_delta=on_delta,
+                            sentences_per_step=self.sentences_per_step)
+
+    # -- derived outputs
+
+    def podcast_script(self, ctx: AgentContext, report_md: str) -> PodcastScript:
+        from research.render.derive import podcast_script_from_markdown  # render imports lazily: keep agents light
+
+        return podcast_script_from_markdown(report_md, locale=ctx.locale)
+
+    def slide_outline(self, ctx: AgentContext, report_md: str) -> SlideOutline:
+        from research.render.derive import slide_outline_from_markdown
+
+        return slide_outline_from_markdown(report_md, locale=ctx.locale)

@@ -1,0 +1,363 @@
+"""Question analysis for the offline engine: small talk, the facets a plan is made of, re-plan
+feedback, and the parts of a question that asks several things (docs/offline-engine.md)."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from research import scripts, textre
+from research.agents.rank import tokenize
+from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
+from research.agents.types import PlanStep
+
+# ---------------------------------------------------------------- coordinator
+
+_GREETING_WORDS_EN = frozenset(
+    "hi hello hey heya hiya yo howdy greetings hallo there thanks thank you thx ty cheers good morning "
+    "afternoon evening day how are doing ok okay bye goodbye see ya nice to meet much so a lot".split()
+)
+_GREETING_EN_CORE = frozenset(
+    "hi hello hey heya hiya yo howdy greetings hallo thanks thank thx ty cheers bye goodbye morning afternoon "
+    "evening".split()
+)
+_GREETING_PHRASES_ZH: tuple[str, ...] = tuple(
+    (
+        "你好吗 你好 您好 大家好 哈喽 哈啰 嗨 谢谢你 谢谢您 谢谢 多谢 感谢 "
+        "早上好 下午好 晚上好 早安 晚安 在吗 再见 拜拜 呀 啊 哦 呢 嘛"
+    ).split()
+)
+_GREETING_MAX_WORDS = 6
+
+
+def is_small_talk(text: str) -> bool:
+    """A message made only of greeting / thanks words ("hi", "thanks a lot!", "你好", "谢谢")."""
+    cleaned = unicodedata.normalize("NFKC", text).strip().lower()
+    if not cleaned:
+        return False
+    zh = textre.sub(r"[^\p{L}\p{N}]+", "", cleaned)  # Python's [\s\W_]: neither letter nor digit
+    if scripts.has_common_han(zh):
+        rest = zh
+        for phrase in _GREETING_PHRASES_ZH:
+            rest = rest.replace(phrase, "")
+        return rest == "" and zh != rest
+    words = textre.findall(r"[a-z]+", cleaned)
+    return (
+        0 < len(words) <= _GREETING_MAX_WORDS
+        and all(w in _GREETING_WORDS_EN for w in words)
+        and any(w in _GREETING_EN_CORE for w in words)
+    )
+
+
+# ---------------------------------------------------------------- planner
+
+
+@dataclass(frozen=True)
+class Facet:
+    key: str
+    title_en: str
+    title_zh: str
+    query_en: str  # words added to the question's key terms to make the step's search query
+    query_zh: str
+    aliases: tuple[str, ...]  # words in re-plan feedback that name this facet
+    # Words typical of sentences about this facet (not of searches for it): they steer the ranking
+    # towards e.g. sentences with "percent" or "million" for key figures. English and Chinese.
+    hints: str = ""
+
+
+FACETS: tuple[Facet, ...] = (
+    Facet("overview", "Overview", "概述", "overview", "概述 简介", ("overview", "概述", "概况")),
+    Facet(
+        "background",
+        "Background",
+        "背景",
+        "background history origins",
+        "背景 历史 起源",
+        ("background", "history", "origin", "origins", "背景", "历史", "起源"),
+        "history historical began first originally invented introduced decades founded earlier "
+        "历史 起源 最早 发明 提出 早在 年代 此前",
+    ),
+    Facet(
+        "current",
+        "Current state",
+        "现状",
+        "current state latest developments",
+        "现状 最新进展",
+        ("current", "status", "state", "latest", "present", "现状", "最新", "进展"),
+        "currently today now recent recently announced launched ongoing already "
+        "目前 当前 现在 近期 最近 已经 正在 宣布 推出",
+    ),
+    Facet(
+        "figures",
+        "Key figures and data",
+        "关键数据",
+        "key figures statistics data",
+        "关键数据 统计 数字",
+        ("figures", "data", "statistics", "numbers", "stats", "数据", "统计", "数字"),
+        "percent million billion share number estimate rate growth total average "
+        "亿元 万辆 百分 规模 占比 增长 数量 达到",
+    ),
+    Facet(
+        "actors",
+        "Key players",
+        "主要参与者",
+        "key players companies organizations",
+        "主要参与者 企业 机构",
+        ("players", "actors", "companies", "organizations", "参与者", "企业", "公司", "机构"),
+        "company firm startup government university leading partner 公司 企业 政府 大学 机构 厂商 领先 合作",
+    ),
+    Facet(
+        "comparison",
+        "Comparisons and alternatives",
+        "比较与替代方案",
+        "comparison alternatives",
+        "比较 替代方案",
+        ("comparison", "comparisons", "alternatives", "compare", "比较", "对比", "替代"),
+        "compared unlike whereas alternative instead cheaper better worse 相比 替代 不同 优于 低于 高于",
+    ),
+    Facet(
+        "challenges",
+        "Challenges and obstacles",
+        "挑战与障碍",
+        "challenges obstacles risks",
+        "挑战 障碍 风险",
+        ("challenges", "challenge", "obstacles", "risks", "problems", "barriers", "挑战", "障碍", "风险", "问题"),
+        "challenge problem obstacle barrier risk difficult hard hurdle limit cost expensive require must "
+        "cannot lack low concern "
+        "挑战 问题 障碍 风险 困难 难题 限制 成本 瓶颈",
+    ),
+    Facet(
+        "outlook",
+        "Outlook",
+        "前景",
+        "outlook future trends forecast",
+        "前景 未来 趋势 预测",
+        ("outlook", "future", "trends", "forecast", "prospects", "前景", "未来", "趋势", "预测"),
+        "future expect expected forecast outlook likely prospects 未来 预计 预测 有望 前景 趋势",
+    ),
+)
+_FACET_BY_KEY = {f.key: f for f in FACETS}
+CORE_FACETS = ("background", "current", "figures", "challenges", "outlook")
+EXTRA_FACETS = ("actors", "comparison")  # used only when more than five steps are allowed or asked for
+# Which facets survive when fewer steps are allowed: the most informative first.
+_FACET_PRIORITY = ("current", "figures", "challenges", "outlook", "background", "actors", "comparison")
+_CANONICAL_ORDER = ("overview", "background", "current", "figures", "actors", "comparison", "challenges", "outlook")
+
+_NEGATIONS = textre.compile(
+    r"\b(?:no|not|without|remove|drop|skip|exclude|omit|delete|less)\b|去掉|删除|删去|去除|不要|不需要|省略"
+)
+_ONLY = textre.compile(r"\b(?:only|just)\b|只要|只需|仅|只")
+# "fewer steps" / "more steps" style hints; "more on X" is a focus request, not a longer plan.
+_FEWER = textre.compile(
+    r"\bfewer\b|\bless\s+(?:steps?|sections?)\b|\bshorter\b|\b(?:reduce|cut)\s+the\s+(?:steps?|plan)\b|"
+    r"更少|少一些|少一点|减少步骤|精简"
+)
+_MORE = textre.compile(
+    r"\bmore\s+(?:steps?|sections?|facets?|aspects?)\b|\blonger\b|\bexpand\b|更多步骤|多一些|多一点|增加步骤"
+)
+_STEP_COUNT = textre.compile(
+    r"(\d{1,2}|[一二两三四五六七八九十])\s*(?:steps?|sections?|个步骤|步|个部分|部分)", textre.I
+)
+_ZH_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+# Words of re-plan feedback that steer the plan's shape rather than name a topic.
+_FEEDBACK_FILLER_EN = frozenset(
+    "step steps section sections plan fewer more less shorter longer add remove drop skip exclude omit delete "
+    "focus include cover covering only just please also additional expand extra reduce smaller instead "
+    "keep make sure mention emphasis emphasise emphasize".split()
+)
+_FEEDBACK_FILLER_ZH = tuple(
+    "步骤 部分 计划 更少 更多 增加 减少 去掉 删除 不要 重点 关注 包括 加上 添加 一些 一点 只要 只需 精简 扩展".split()
+)
+
+
+def _facet_title(facet: Facet, zh: bool) -> str:
+    return facet.title_zh if zh else facet.title_en
+
+
+def _facet_mentions(feedback: str) -> tuple[list[str], list[str]]:
+    """Facets the feedback asks for and facets it asks to drop ("no outlook", "去掉背景")."""
+    text = feedback.lower()
+    wanted: list[str] = []
+    dropped: list[str] = []
+    for facet in FACETS:
+        for alias in facet.aliases:
+            quoted = textre.escape(alias)
+            pattern = quoted if scripts.has_common_han(alias) else rf"\b{quoted}\b"
+            match = textre.search(pattern, text)
+            if not match:
+                continue
+            before = text[max(0, match.start() - 20) : match.start()]
+            clause = textre.split(r"[,.;，。；]|\band\b|\bbut\b|但", before)[-1]
+            target = dropped if _NEGATIONS.search(clause) else wanted
+            if facet.key not in target:
+                target.append(facet.key)
+            break
+    return wanted, [k for k in dropped if k not in wanted]
+
+
+def _feedback_terms(feedback: str, zh: bool) -> list[str]:
+    """Topic words of the feedback: what is left after facet names and plan-shaping words."""
+    aliases = {a for f in FACETS for a in f.aliases}
+    text = feedback
+    for phrase in sorted(aliases | set(_FEEDBACK_FILLER_ZH), key=len, reverse=True):
+        if scripts.has_common_han(phrase):
+            text = text.replace(phrase, " ")
+    text = _STEP_COUNT.sub(" ", text)
+    terms = key_terms(text, "zh-CN" if zh else "en-US", fallback=False)
+    out: list[str] = []
+    for term in terms:
+        low = term.lower()
+        if low in aliases or low in _FEEDBACK_FILLER_EN or low in STOPWORDS_EN or low.isdigit():
+            continue
+        if term in ZH_STOP_PHRASES:
+            continue
+        out.append(term)
+    return out
+
+
+def _requested_count(feedback: str, current: int) -> int | None:
+    match = _STEP_COUNT.search(feedback)
+    if match:
+        raw = match.group(1)
+        return int(raw) if raw.isdigit() else _ZH_NUMBERS[raw]
+    if _FEWER.search(feedback.lower()):
+        return current - 1
+    if _MORE.search(feedback.lower()):
+        return current + 1
+    return None
+
+
+def _plan_title(question: str) -> str:
+    title = " ".join(question.split())
+    if len(title) > 120:
+        cut = title[:120]
+        title = (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+    return (title[:1].upper() + title[1:]) or "Research"
+
+
+def _step_facets(step: PlanStep) -> list[Facet]:
+    """Facets a step is about, judged by its title only (descriptions carry the topic's words,
+    and "solid-state" must not make every step a "current state" step)."""
+    title = step.title.lower()
+    found: list[Facet] = []
+    for facet in FACETS:
+        names = (facet.title_en.lower(), facet.title_zh, *facet.aliases)
+        if any(
+            (n in title) if scripts.has_common_han(n) else textre.search(rf"\b{textre.escape(n)}\b", title)
+            for n in names
+        ):
+            found.append(facet)
+    return found
+
+
+def question_facets(question: str) -> list[Facet]:
+    """Facets the question itself asks about ("what limits …" → challenges, "现状如何" → current state)."""
+    # "solid-state" is not a question about the current state: compounds are the topic's words.
+    words = set(tokenize(textre.sub(r"\S+-\S+", " ", question)))
+    found: list[Facet] = []
+    for facet in FACETS:
+        names = (*facet.aliases, *facet.hints.split())
+        if any(set(tokenize(n)) and set(tokenize(n)) <= words for n in names):
+            found.append(facet)
+    return found
+
+
+@dataclass(frozen=True)
+class Aspect:
+    """One part of a question that asks several things ("… production and safety?")."""
+
+    title: str  # the part in the question's own words, as a sub-question (English) or a phrase (Chinese)
+    query: str  # its key terms plus the subject's, for the step's search
+    words: tuple[str, ...]  # the words that tell this part from the others
+
+
+_WH = ("what", "how", "why", "which", "who", "when", "where", "is", "are", "does", "do", "can", "will")
+_WH_START = frozenset(("what", "how", "why", "which", "who", "when", "where"))
+_EN_PIECE = textre.compile(r"\s*[,;]\s*")
+_EN_AND = textre.compile(r"\s+(?:and|or)\s+")
+_ZH_AND = textre.compile(r"以及|和|及|、|，|,")
+_ZH_HOW = ("如何", "怎样", "怎么", "为何", "为什么")
+_ZH_ASK = ("如何", "怎样", "怎么样", "是多少", "有多大", "多大", "多少", "有哪些", "哪些", "是什么", "情况", "吗", "呢")
+
+
+def _strip_zh_ask(text: str) -> str:
+    for phrase in _ZH_ASK:
+        if text.endswith(phrase) and len(text) > len(phrase):
+            text = text[: -len(phrase)]
+    return text.strip()
+
+
+def _en_clauses(text: str) -> list[str]:
+    """Clauses of an English question: at commas and semicolons, and at "and" before a wh-word."""
+    out: list[str] = []
+    for piece in _EN_PIECE.split(text):
+        words = piece.split()
+        if words and words[0].lower() in ("and", "but"):
+            words = words[1:]
+        start = 0
+        for i, word in enumerate(words):
+            if word.lower() == "and" and i > start and i + 1 < len(words) and words[i + 1].lower() in _WH_START:
+                out.append(" ".join(words[start:i]))
+                start = i + 1
+        out.append(" ".join(words[start:]))
+    return [c for c in out if c]
+
+
+def question_aspects(question: str, locale: str) -> list[Aspect]:
+    """The parts of a question that asks several things, in its own words; [] for a one-part question.
+
+    English: clauses ("What does X cost, and what would make it cheaper?") and a pair joined by
+    "and" at the end of a clause ("What limits X's production and safety?" → "What limits X's
+    production", "What limits X's safety"). Chinese: the parts joined by 和/及/、 after the subject
+    ("数据中心的耗电量有多大，如何降低？" → 数据中心的耗电量, 数据中心如何降低).
+    """
+    text = " ".join(question.split()).strip().rstrip("?？!！.。")
+    if not text:
+        return []
+    parts: list[tuple[str, str]] = []  # (sub-question, the words that tell it apart)
+    if is_chinese(locale) or detect_locale(text) == "zh-CN":
+        pieces = [p.strip() for p in _ZH_AND.split(text) if p.strip()]
+        if len(pieces) < 2:
+            return []
+        head = pieces[0]
+        cut = head.rfind("的")
+        subject, first = (head[:cut], head[cut + 1 :]) if cut > 0 else ("", head)
+        items = [_strip_zh_ask(first)] + [_strip_zh_ask(p) for p in pieces[1:]]
+        zh_parts = [(f"{subject}{'' if item.startswith(_ZH_HOW) else '的'}{item}" if subject else item, item)
+                    for item in items if item]
+        if len(zh_parts) < 2:
+            return []
+        return [Aspect(title[:200], f"{subject} {item}".strip(), (item,)) for title, item in zh_parts[:4]]
+    else:
+        clauses = _en_clauses(text)
+        for clause in clauses:
+            pair = list(_EN_AND.finditer(clause))
+            tail = clause[pair[-1].end() :] if pair else ""
+            before = clause[: pair[-1].start()] if pair else clause
+            # "… production and safety": the last word before "and" and a short tail are alternatives.
+            if pair and 0 < len(tail.split()) <= 3 and before.split():
+                stem_words = before.split()
+                left = stem_words[-1]
+                stem = " ".join(stem_words[:-1])
+                parts.append((f"{stem} {left}".strip(), left))
+                parts.append((f"{stem} {tail}".strip(), tail))
+            elif len(clauses) > 1:
+                parts.append((clause, ""))  # a clause of its own: nothing to take out of the others
+    if len(parts) < 2:
+        return []
+    subject_terms = key_terms(question, locale)
+    out: list[Aspect] = []
+    for sub, own in parts:
+        title = sub[:1].upper() + sub[1:]
+        terms = key_terms(sub, locale, fallback=False)
+        others = {t.lower() for _, words in parts if words and words != own
+                  for t in key_terms(words, locale, fallback=False)}
+        query = [t for t in dict.fromkeys([*terms, *subject_terms]) if t.lower() not in others or t in terms]
+        words = tuple(key_terms(own or sub, locale, fallback=False)) or (sub,)
+        out.append(Aspect(title[:200], " ".join(query)[:400], words))
+    return out[:4]
+
+
+def _aspect_of(question: str, locale: str, step: PlanStep) -> Aspect | None:
+    """The part of the question a step researches (its title is the part's), or None."""
+    return next((a for a in question_aspects(question, locale) if a.title == step.title), None)

@@ -1,0 +1,156 @@
+"""Source selection for the offline engine: how much each fetched page is about the question's
+subject, which pages get a sentence shown, and whether a sentence is on the subject
+(docs/offline-engine.md, "Ranking")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from research import scripts, textre
+from research.agents.engines.offline.numbers import _numbers
+from research.agents.rank import RankedSentence, tokenize
+from research.agents.text import key_terms
+from research.agents.types import SourceRef
+
+
+def _figures_prior(sentence: str) -> float:
+    """A "key figures" step wants sentences that quote numbers, and years alone are not figures."""
+    return 2.0 if _numbers([sentence]) else 1.0
+
+
+def _figures_bonus(sentence: str) -> float:
+    """Every step prefers a sentence with a figure a little: it usually states something specific."""
+    return 1.3 if _numbers([sentence]) else 1.0
+
+
+def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> set[str]:
+    """Tokens of the question's key terms that most fetched pages contain: the subject, which tells
+    no sentence apart from another, unlike what the question asks about it ("limits", "cost")."""
+    if len(sources) < 2:
+        return set()
+    pages = [set(tokenize(f"{ref.title} {ref.text}")) for ref in sources]
+    shared: set[str] = set()
+    for term in key_terms(question, locale):
+        for token in tokenize(term):
+            if sum(token in page for page in pages) >= 0.5 * len(pages):
+                shared.add(token)
+    return shared
+
+
+_CJK_RUN = textre.compile(f"[{scripts.HAN_COMMON}]+")
+
+
+def _same_script(locale: str, ref: SourceRef) -> bool:
+    """The page is written in the question's script (Chinese or not)."""
+    return scripts.same_script(ref.text[:3000], locale)
+
+
+def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
+    """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
+
+    A page in the question's script is weighed by the share of the question's key terms it contains
+    (a term counts when a third of its tokens occur): every page a search returns shares some words
+    with the question, but a page on another subject lacks most of them. A page in another script
+    cannot be compared word for word, so the search engine's order speaks for it.
+    """
+    raw_terms = [t for t in key_terms(question, locale) if tokenize(t)]
+    terms = [set(tokenize(t)) for t in raw_terms]
+    # A long Chinese chunk ("抽水蓄能在中国面临") is its words run together, the subject first: a page
+    # that has its first four characters verbatim ("抽水蓄能") has the term. (Only the first: a window
+    # across two words, "电池量产", would match pages on other batteries.)
+    heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
+    total = sum(len(t) for t in terms)
+    weights: dict[int, float] = {}
+    foreign: list[int] = []
+    for ref in sources:
+        if not _same_script(locale, ref) or not terms:
+            foreign.append(ref.number)
+            continue
+        present = set(tokenize(f"{ref.title} {ref.text}"))
+        # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
+        # A word or two must be there in full ("solid-state" is not "United States"), a long CJK term by half.
+        page = f"{ref.title} {ref.text}"
+        share = sum(
+            len(t)
+            for t, head in zip(terms, heads, strict=True)
+            if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
+        ) / total
+        weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
+    on_topic = any(w >= 0.85 for w in weights.values())
+    for rank, number in enumerate(foreign):
+        weights[number] = 0.1 if on_topic else max(0.3, 1.0 - 0.15 * rank)
+    return weights
+
+
+def _foreign_titles(locale: str, sources: Sequence[SourceRef], weights: dict[int, float]) -> list[str]:
+    """The titles of the best two pages in another script, when no page in the question's script is on
+    its subject: the question's words cannot match their sentences, the titles of what the search
+    engine ranked first for it can (pseudo-relevance feedback; "固态电池" finds "solid-state battery")."""
+    own = [ref for ref in sources if _same_script(locale, ref)]
+    if any(weights.get(ref.number, 0.0) >= 0.85 for ref in own):
+        return []
+    foreign = [ref for ref in sources if ref not in own and ref.title.strip()]
+    foreign.sort(key=lambda ref: -weights.get(ref.number, 0.0))  # stable: search order among equals
+    return [ref.title.strip()[:200] for ref in foreign[:2]]
+
+
+def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], shown: int) -> list[RankedSentence]:
+    """Give every page that is about the subject a chance: a relevant page with no sentence among
+    the first `shown` gets its best-ranked one moved up, in place of the last pick of a page that
+    already has several."""
+    if not ranked:
+        return ranked
+    top = ranked[:shown]
+    present = {r.source for r in top}
+    relevant = [n for n, w in weights.items() if w >= 0.85 and n not in present]
+    rest = ranked[shown:]
+    for number in relevant:
+        best = next((r for r in rest if r.source == number), None)
+        if best is None:
+            continue
+        counts = {n: sum(r.source == n for r in top) for n in present}
+        donors = [i for i in range(len(top) - 1, -1, -1) if counts[top[i].source] > 1]
+        if not donors:
+            break
+        rest.remove(best)
+        rest.insert(0, top.pop(donors[0]))
+        top.append(best)
+        present.add(number)
+    return top + rest
+
+
+class _SubjectCheck(Protocol):
+    def __call__(self, sentence: dict[str, Any], *, itself: bool = False) -> bool: ...
+
+
+def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _SubjectCheck:
+    """Whether a sentence is about the question's subject, so that it may answer the question.
+
+    A search also returns neighbouring pages (solar PV next to electric cars) whose best sentences
+    can score well but answer another question. The subject is what most fetched pages share of the
+    question's key terms (`_shared_subject`: "solar power" of "How cheap has solar power become");
+    where they share less than two tokens (most pages are on a neighbour), the question's first key
+    term joins it ("中国光伏装机"). A sentence is on the subject when it and its page's title together
+    (`itself`: the sentence alone) hold half of the subject's tokens. With no subject at all, any key
+    term will do. A page in another script cannot be compared word for word: it stays eligible.
+    """
+    titles = {ref.number: ref.title for ref in sources}
+    foreign = {ref.number for ref in sources if not _same_script(locale, ref)}
+    terms = _shared_subject(question, locale, sources)
+    if len(terms) < 2:  # the fetched pages agree on little (most are on a neighbouring subject)
+        first = next((t for t in key_terms(question, locale, fallback=False) if tokenize(t)), "")
+        terms |= set(tokenize(first))
+    need = math.ceil(len(terms) / 2)
+    if not terms:
+        terms, need = {token for term in key_terms(question, locale) for token in tokenize(term)}, 1
+
+    def check(sentence: dict[str, Any], *, itself: bool = False) -> bool:
+        if not terms or sentence["source"] in foreign:
+            return True
+        text = f"{sentence['text']} {'' if itself else titles.get(sentence['source'], '')}"
+        return len(terms & set(tokenize(text))) >= need
+
+    return check
+

@@ -1,0 +1,260 @@
+"""Report writing for the offline engine: the answer, the key findings and one section per step,
+made of the ranked sentences the steps quoted, shared out so no two sections repeat each other
+(docs/offline-engine.md, "Report")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from research.agents.engines.offline.numbers import _numbers
+from research.agents.engines.offline.question import Aspect, question_aspects, question_facets
+from research.agents.engines.offline.select import _on_subject, _SubjectCheck
+from research.agents.rank import near_duplicate, tokenize
+from research.agents.text import detect_locale, is_chinese
+from research.agents.types import AgentContext, Plan, StepResult
+
+
+class _Section(NamedTuple):
+    title: str
+    picked: list[dict[str, Any]]  # the ranked sentences this section shows
+    report_md: str  # the step's own text, used when it has no ranked sentences
+    extractive: bool  # the step ranked sentences (as opposed to a processing step)
+
+    def only(self, keep: Callable[[dict[str, Any]], bool]) -> _Section:
+        return self._replace(picked=[s for s in self.picked if keep(s)])
+
+
+def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
+    raw = result.notes.get("sentences") if isinstance(result.notes, dict) else None
+    if not isinstance(raw, list):
+        return []
+    return [
+        s for s in raw if isinstance(s, dict) and isinstance(s.get("text"), str) and isinstance(s.get("source"), int)
+    ]
+
+
+def _shown(result: StepResult, default: int) -> int:
+    """How many sentences a step's section shows: its notes' `shown` (a heavy synthesis), else `default`."""
+    shown = result.notes.get("shown") if isinstance(result.notes, dict) else None
+    return shown if isinstance(shown, int) and not isinstance(shown, bool) and 0 < shown <= 50 else default
+
+
+def _language_note(sections: list[_Section], zh: bool) -> str:
+    """One line when most quoted sentences are in another language than the report."""
+    quoted = [s["text"] for section in sections for s in section.picked]
+    foreign = sum(is_chinese(detect_locale(text)) != zh for text in quoted)
+    if not quoted or foreign * 2 <= len(quoted):
+        return ""
+    if zh:
+        return "_说明：所引来源主要为英文，引文保留原文，未经翻译。_"
+    return "_Note: most sources are in Chinese; quotes are kept in their original language, untranslated._"
+
+
+def _specific(sentence: str) -> float:
+    """How specific a sentence is, as a factor: a figure counts, a short sentence says little."""
+    factor = 1.3 if _numbers([sentence]) else 1.0
+    return factor * (0.7 if len(tokenize(sentence)) < 8 else 1.0)
+
+
+_PART_ANSWERED = {False: "_The answer above has what the sources say on this._",
+                  True: "_上文的答案已包含来源中关于这一点的内容。_"}
+_PART_EMPTY = {False: "_The sources found had nothing on this._", True: "_检索到的来源中没有关于这一点的内容。_"}
+
+
+def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str:
+    """One paragraph (soft line breaks): each part of the question in bold, then its quotes, one a
+    line, so every cited sentence is still a verbatim quote with its citation at the line's end."""
+    lines: list[str] = []
+    for label, sentence in answer:
+        if label:
+            lines.append(f"**{label}**" if zh else f"**{label.rstrip('?')}?**")
+        lines.append(_cite(sentence["text"], sentence["source"], zh))
+    return "\n".join(lines)
+
+
+def _cite(sentence: str, number: int, zh: bool) -> str:
+    # Chinese sentences end in "。" and take the marker directly; English ones take a space.
+    return f"{sentence}[{number}]" if zh and sentence[-1:] in "。！？" else f"{sentence} [{number}]"
+
+
+
+def write_report(
+    ctx: AgentContext,
+    plan: Plan,
+    results: list[StepResult],
+    *,
+    style: str,
+    on_delta: Callable[[str], None],
+    sentences_per_step: int,
+) -> str:
+    """OfflineEngine.report: the whole report, each piece passed to `on_delta` as it is written."""
+    zh = is_chinese(ctx.locale or plan.locale)
+    by_step = {r.step_id: r for r in results}
+    ordered = [by_step[s.id] for s in plan.steps if s.id in by_step]
+    in_plan = {id(r) for r in ordered}
+    ordered += [r for r in results if id(r) not in in_plan]  # results for steps no longer in the plan
+    missing = [s for s in plan.steps if s.id not in by_step]
+
+    part_titles = {a.title for a in question_aspects(ctx.question, ctx.locale or plan.locale)}
+    assigned = _assign(ordered, sentences_per_step, first={i for i, r in enumerate(ordered) if r.title in part_titles})
+    sections = [
+        _Section(r.title, picked, r.report_md, bool(_notes_sentences(r)))
+        for r, picked in zip(ordered, assigned, strict=True)
+    ]
+
+    pieces: list[str] = []
+
+    def emit(piece: str) -> None:
+        pieces.append(piece)
+        on_delta(piece)
+
+    note = (
+        "_本报告由离线引擎生成：内容是从检索到的来源中按相关度抽取的原句，未使用语言模型。_"
+        if zh
+        else "_Produced by the offline engine: an extractive report made of ranked sentences quoted from "
+        "the sources, without a language model._"
+    )
+    emit(f"# {plan.title}\n\n{note}\n\n")
+
+    note_lang = _language_note(sections, zh)
+    if note_lang:
+        emit(f"{note_lang}\n\n")
+
+    aspects = question_aspects(ctx.question, ctx.locale or plan.locale)
+    on_subject = _on_subject(ctx.question, ctx.locale or plan.locale, ctx.sources())
+    answer = _answer(ctx.question, aspects, [s.only(on_subject) for s in sections], on_subject)
+    if answer:
+        emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
+    used = {id(s) for _, s in answer}
+    findings = [f for f in _key_findings(ctx.question, sections, style, used) if id(f[1]) not in used]
+    heading = "## 主要发现" if zh else "## Key findings"
+    if findings:
+        body = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for _, s in findings)
+        emit(f"{heading}\n\n{body}\n\n")
+    elif not answer:
+        body = (
+            "没有从来源中找到可用于回答问题的句子。"
+            if zh
+            else "No source sentences were found that answer the question."
+        )
+        emit(f"{heading}\n\n{body}\n\n")
+
+    used |= {id(s) for _, s in findings}
+    part_titles = {a.title for a in aspects}
+    for section in sections:
+        title, report_md = section.title, section.report_md
+        picked = [s for s in section.picked if id(s) not in used]
+        if picked:
+            bullets = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for s in picked)
+        elif title in part_titles:
+            # Every part of the question keeps its section, if only to say where its answer is.
+            if section.picked:
+                bullets = _PART_ANSWERED[zh]
+            else:
+                bullets = _PART_EMPTY[zh]
+        elif section.extractive:
+            continue  # everything it found is already shown above: no empty section
+        else:  # a processing step, or a result without ranked sentences: its own text as is
+            bullets = report_md.strip()
+            if not bullets:
+                continue
+        emit(f"## {title}\n\n{bullets}\n\n")
+    for step in missing:
+        emit(f"## {step.title}\n\n{'本步骤未能完成，没有结果。' if zh else 'This step did not complete.'}\n\n")
+    return "".join(pieces)
+
+def _answer(
+    question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The opening answer: for a question in parts, the best sentences of each part's step, labelled
+    with the part; otherwise the best sentences of the steps on what the question asks."""
+    chosen: list[tuple[str, dict[str, Any]]] = []
+
+    def named(sentence: dict[str, Any]) -> float:
+        return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
+
+    def take(label: str, section: _Section, count: int) -> None:
+        # Each quote of a part from another page first: one page rarely says everything.
+        fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
+        # An answer states something specific: a figure helps, a short vague sentence does not.
+        # A sentence that names the subject itself reads on its own ("其中纯电动…" leans on its page).
+        fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]) * named(s))
+        picks: list[dict[str, Any]] = []
+        for sentence in fresh:
+            if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
+                picks.append(sentence)
+        picks += [s for s in fresh if s not in picks][: count - len(picks)]
+        picks.sort(key=fresh.index)  # best first
+        for sentence in picks:
+            chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
+
+    if aspects:
+        per_part = 2 if len(aspects) <= 2 else 1
+        by_title = {s.title: s for s in sections}
+        for aspect in aspects:
+            if aspect.title in by_title:
+                take(aspect.title, by_title[aspect.title], per_part)
+        return chosen
+    asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
+    order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
+    for index in order:
+        if len(chosen) >= 2:
+            break
+        take("", sections[index], 2 if sections[index].title in asked else 1)
+    return chosen[:2]
+
+def _key_findings(
+    question: str, sections: list[_Section], style: str, used: set[int] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """One finding per facet: each section's best sentence, sections on what the question asks first.
+
+    Shorter styles get fewer findings. A section whose best sentence repeats an earlier finding
+    offers its next one.
+    """
+    size = {"social_media": 3, "news": 4}.get(style, 6)
+    asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
+    order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
+    chosen: list[tuple[str, dict[str, Any]]] = []
+    for index in order:
+        section = sections[index]
+        # The facet the question asks about ("what limits …": challenges) answers it: up to three findings.
+        want = 3 if section.title in asked else 1
+        for sentence in section.picked:
+            if used and id(sentence) in used:
+                continue
+            if want and not any(near_duplicate(sentence["text"], c["text"]) for _, c in chosen):
+                chosen.append((section.title, sentence))
+                want -= 1
+        if len(chosen) >= size:
+            break
+    return chosen[:size]
+
+def _assign(
+    results: list[StepResult], sentences_per_step: int, first: set[int] | None = None
+) -> list[list[dict[str, Any]]]:
+    """Share the sentences out between sections so that no two sections repeat each other.
+
+    The steps on the question's own parts (`first`) pick first, all their sentences; then the
+    other sections take turns by rank (every section's best sentence first, then every second
+    best …), so a sentence that one step ranks first and another step only used as filler goes
+    to the first.
+    """
+    ranked = [_notes_sentences(r) for r in results]
+    # A heavy step's synthesis may show more than a standard step (its notes' `shown`).
+    sizes = [_shown(r, sentences_per_step) for r in results]
+    assigned: list[list[dict[str, Any]]] = [[] for _ in results]
+    used: list[str] = []
+    first = first or set()
+    rounds = range(max((len(r) for r in ranked), default=0))
+    turns = [(rank, i) for i in sorted(first) for rank in rounds]
+    turns += [(rank, i) for rank in rounds for i in range(len(ranked)) if i not in first]
+    for rank, index in turns:
+        sentences = ranked[index]
+        if rank >= len(sentences) or len(assigned[index]) >= sizes[index]:
+            continue
+        sentence = sentences[rank]
+        if not any(near_duplicate(sentence["text"], u) for u in used):
+            assigned[index].append(sentence)
+            used.append(sentence["text"])
+    return assigned
