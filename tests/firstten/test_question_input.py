@@ -94,3 +94,14 @@ def test_all_outputs_ticked_by_default(alice_client):
     page = _page(alice_client.get("/jobs/new/"))
     ticked = {box.get("value") for box in page.xpath("//input[@name='outputs'][@checked]")}
     assert ticked == {"pdf", "pptx", "podcast"}  # with report.md, always made: the README's four files
+
+
+def test_api_refuses_a_question_with_no_words_before_a_job_exists(alice, client, monkeypatch):
+    from research.api import services as token_services
+
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    _token, secret = token_services.token_create(user=alice, name="t")
+    response = client.post("/api/v1/jobs", data={"question": EMOJI_ONLY}, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert response.status_code in (400, 422) and "no words" in response.content.decode()
+    assert not ResearchJob.objects.exists()
