@@ -255,6 +255,9 @@ STEP_MAX_ATTEMPTS = env_int("STEP_MAX_ATTEMPTS", 3)
 # e.g. when Redis restarted without persistence). Duplicates are harmless: claims are idempotent.
 STEP_QUEUE_GRACE_S = env_int("STEP_QUEUE_GRACE_S", 120)
 DEFAULT_ENGINE = env_str("DEFAULT_ENGINE", "auto")  # auto | llm | offline
+# An event whose type or payload research/jobs/event_types.py does not declare: refused (on in the tests,
+# and in the processes they start) or only logged as an error (off: a live job never fails over it).
+EVENTS_STRICT = env_bool("EVENTS_STRICT", False)
 
 LLM_BASE_URL = env_str("LLM_BASE_URL", "http://127.0.0.1:8001/v1")
 LLM_API_KEY = env_str("LLM_API_KEY", "EMPTY")

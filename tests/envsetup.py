@@ -37,6 +37,8 @@ for _rate in ("RERENDER_RATE", "REPORT_EDIT_RATE", "KB_UPLOAD_RATE", "LOGIN_RATE
               "PREVIEW_RATE"):
     os.environ.setdefault(_rate, "1000/m")
 os.environ.setdefault("LLM_MAX_RETRIES", "2")
+# An event emitted with a type or payload research/jobs/event_types.py does not declare fails the test.
+os.environ.setdefault("EVENTS_STRICT", "1")
 
 def _free_port() -> int:
     import socket

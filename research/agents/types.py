@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
+
+from research.llm.types import ChatResult
+
+M = TypeVar("M", bound=BaseModel)
 
 StepType = Literal["research", "analysis", "processing"]
 ReportStyle = Literal["academic", "popular_science", "news", "social_media"]
@@ -152,6 +156,39 @@ class ToolError(Exception):
     """A tool failed in a way the agent should see and may work around."""
 
 
+class ChatModel(Protocol):
+    """The calls the nodes make of the model (`AgentContext.llm`). research.llm.client.LLMClient implements it
+    (mypy checks that where the jobs app hands one out: research/jobs/units/context.py). `agent` names the
+    node for cost accounting."""
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        agent: str = "",
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float = 0.3,
+        max_tokens: int | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult: ...
+
+    def structured(
+        self,
+        messages: list[dict[str, Any]],
+        schema: type[M],
+        *,
+        agent: str = "",
+        max_attempts: int = 3,
+        temperature: float = 0.2,
+        max_tokens: int | None = None,
+    ) -> M: ...  # raises research.llm.types.StructuredOutputError
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def context_window(self) -> int: ...
+
+
 class AgentContext(Protocol):
     """What a node may do. The jobs app implements it over the database and tools."""
 
@@ -162,7 +199,7 @@ class AgentContext(Protocol):
     step_id: str | None
 
     @property
-    def llm(self) -> Any: ...  # research.llm.client.LLMClient, or None offline
+    def llm(self) -> ChatModel | None: ...  # research.llm.client.LLMClient; None for the offline engine
 
     def emit(self, type: str, payload: dict[str, Any]) -> None: ...
 

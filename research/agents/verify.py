@@ -30,14 +30,13 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
 
 from pydantic import BaseModel
 
 from research import scripts, textre
 from research.agents.citations import CITATION, DROPPED_MARK, citation_numbers, references_markdown
 from research.agents.text import is_chinese
-from research.agents.types import SourceRef
+from research.agents.types import ChatModel, SourceRef
 from research.ir import tokenize
 
 __all__ = [
@@ -121,7 +120,7 @@ class Verdict(BaseModel):
     supported: bool
 
 
-def model_judge(llm: Any, locale: str, *, max_calls: int = 20) -> Judge:
+def model_judge(llm: ChatModel, locale: str, *, max_calls: int = 20) -> Judge:
     """A judge backed by the model (an LLMClient): asked only for claims the lexical test could not
     pass or could not score, at most `max_calls` times per report. A failed or unusable answer is
     "cannot tell", so the lexical verdict stands."""

@@ -8,7 +8,7 @@ as the JSON API) and the tools act as that token's owner.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from asgiref.sync import sync_to_async
@@ -21,33 +21,21 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import AnyHttpUrl, BaseModel, Field
+from pydantic import AnyHttpUrl, Field
 
 from research.api.selectors import job_detail
 from research.jobs import selectors, services, storage
 from research.jobs.models import JobStatus, ResearchJob
-from research.render.formats import OutputKind
+from research.jobs.options import Bool, JobOptionsBase
 
 POLL_S = 1.0
 
 
-class ResearchOptions(BaseModel):
-    """The new-job form's options. Plans run without review unless auto_accept is false."""
+class ResearchOptions(JobOptionsBase):
+    """The new-job form's options (research.jobs.options' shared model: what the API refuses, this refuses).
+    Plans run without review unless auto_accept is false."""
 
-    style: Literal["academic", "popular_science", "news", "social_media"] = "academic"
-    outputs: list[OutputKind] = Field(default=["md"])
-    max_steps: int | None = None
-    locale: str = "auto"
-    engine: Literal["auto", "llm", "offline"] | None = None
-    auto_accept: bool = True
-    web: bool = True
-    kb: int | None = None
-    background: bool = False
-    direct_answer: bool = Field(default=True, description="false: always research, never a short direct answer")
-    depth: Literal["standard", "heavy"] = Field(
-        default="standard", description="heavy: several parallel runs per research step, merged (slower, costlier)")
-    runs: int | None = Field(default=None, ge=1, le=5, description="parallel runs per research step when heavy "
-                                                                   "(default 3)")
+    auto_accept: Bool = True
     wait_s: float = Field(default=1800.0, description="Return (with the job id) if the job has not ended by then.")
 
 

@@ -12,12 +12,10 @@ from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field
 
-from research.agents.depth import MAX_RUNS
-from research.render.formats import OutputKind
+from research.jobs.options import MAX_ID, Bool, IdInt, JobOptionsBase, RunsInt
 
-MAX_ID = 2**63 - 1  # ids and counters are 64-bit integers in the database
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 # NO_NUL: any characters but NUL. NOT_BLANK: the same, with at least one character str.strip() keeps.
 NO_NUL = "^[^\\x00]*$"
@@ -25,25 +23,11 @@ NOT_BLANK = ("^[^\\x00]*[^\\x00-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2
              "[^\\x00]*$")
 
 
-def _json_int(value: Any) -> Any:
-    """JSON's integers: 3 and 3.0 (the same number to JSON Schema), never true or "3"."""
-    if isinstance(value, bool | str):
-        raise ValueError("Input should be an integer")
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+# The question and the options; the options are research.jobs.options' shared model, so the API refuses (422)
+# exactly what the web form, the CLI and the MCP tool refuse. (A comment, not a docstring: that would change the
+# OpenAPI document.)
+class JobCreateIn(Schema, JobOptionsBase):
 
-
-# Request bodies take JSON types as the schema states them: pydantic's lax mode would take 0 for false
-# and "5" for 5, which the schema does not allow.
-Bool = StrictBool
-# The range first: pydantic then states it as minimum/maximum in the JSON schema.
-IdInt = Annotated[int, Field(ge=1, le=MAX_ID), BeforeValidator(_json_int)]
-StepsInt = Annotated[int, Field(ge=1, le=settings.JOB_MAX_STEPS), BeforeValidator(_json_int)]
-RunsInt = Annotated[int, Field(ge=1, le=MAX_RUNS), BeforeValidator(_json_int)]
-
-
-class JobCreateIn(Schema):
     # A job without web search needs a knowledge base: said in the schema, so generated requests respect it.
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"web": {"const": False}}, "required": ["web"]},
@@ -52,24 +36,8 @@ class JobCreateIn(Schema):
 
     question: str = Field(min_length=1, max_length=4000, pattern=NOT_BLANK,
                           description="The research question (at most 4000 characters, not blank).")
-    style: Literal["academic", "popular_science", "news", "social_media"] = "academic"
-    locale: str = Field("auto", pattern="^(auto|[a-z]{2,3}(-[A-Za-z]{2,4})?)$",
-                        description="Report language: auto (same as the question), en-US, zh-CN, …")
-    max_steps: StepsInt | None = Field(None,
-                                  description="Most plan steps (default from the server settings).")
-    outputs: list[OutputKind] = Field(default=["md"])  # pydantic copies defaults
-    auto_accept: Bool = Field(False, description="Run the plan without review.")
-    engine: Literal["auto", "llm", "offline"] | None = None
-    kb: IdInt | None = Field(None, description="Id of one of your knowledge bases to search "
-                                                               "(required when web is false; another's: 404).")
-    web: Bool = Field(True, description="Search the web.")
-    background: Bool = Field(False, description="Quick background search before planning.")
-    clarify: Bool | None = Field(None, description="Let the model ask up to 3 clarifying questions first "
+    clarify: Bool | None = Field(default=None, description="Let the model ask up to 3 clarifying questions first "
                                                    "(default: on unless the engine is offline).")
-    direct_answer: Bool = Field(True, description="false: never end with a short direct answer; always research.")
-    depth: Literal["standard", "heavy"] = Field("standard", description="heavy: several parallel runs per "
-                                                "research step, merged by a synthesis pass (slower, costlier).")
-    runs: RunsInt | None = Field(None, description="Parallel runs per research step in heavy mode (1-5, default 3).")
 
 
 class PlanStepIn(Schema):
@@ -93,17 +61,17 @@ class PlanSubmitIn(Schema):
     action: Literal["accept", "replan"] = "accept"
     feedback: str = Field("", max_length=4000, pattern=NO_NUL,
                           description="What the planner should change (required for replan: else 400).")
-    plan: PlanIn | None = Field(None, description="Your edited plan; omit to accept the plan as written. "
+    plan: PlanIn | None = Field(default=None, description="Your edited plan; omit to accept the plan as written. "
                                                   "Checked by the web editor's rules (400 with the reasons).")
-    depth: Literal["standard", "heavy"] | None = Field(None, description="Change the job's depth on accept.")
-    runs: RunsInt | None = Field(None, description="Parallel runs per research step (heavy, 1-5).")
+    depth: Literal["standard", "heavy"] | None = Field(default=None, description="Change the job's depth on accept.")
+    runs: RunsInt | None = Field(default=None, description="Parallel runs per research step (heavy, 1-5).")
 
 
 class ClarifyIn(Schema):
     answers: list[Annotated[str, Field(max_length=1000, pattern=NO_NUL)]] = Field(
         default_factory=list, max_length=10,
         description="One answer per question, in order (at least one not blank unless skip: else 400).")
-    skip: Bool = Field(False, description="Skip the questions and plan from the question as written.")
+    skip: Bool = Field(default=False, description="Skip the questions and plan from the question as written.")
 
 
 class FollowUpIn(Schema):

@@ -13,6 +13,8 @@ from research.jobs.dispatch import enqueue_advance, enqueue_followup
 from research.jobs.events import event_emit
 from research.jobs.locks import job_number_next
 from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
+from research.jobs.options import options_with_stage
+from research.jobs.selectors import job_can
 from research.jobs.services import InvalidAction, job_set_status, report_edit
 
 MAX_ANSWER_CHARS = 1000
@@ -22,7 +24,7 @@ def clarification_answer(*, job: ResearchJob, answers: list[str], skip: bool = F
     """Store the user's answers (or that they skipped) and go on to planning; the planner reads them."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.status != JobStatus.AWAITING_CLARIFICATION:
+        if not job_can(job=job).answer_clarification:
             raise InvalidAction(_("This job is not waiting for answers."))
         questions = list(job.options.get("clarify_questions") or [])[:MAX_CLARIFY_QUESTIONS]
         cleaned = [] if skip else [str(a or "").replace("\r\n", "\n").strip() for a in answers]
@@ -32,7 +34,7 @@ def clarification_answer(*, job: ResearchJob, answers: list[str], skip: bool = F
             raise ValidationError(_("Answer at least one question, or skip them."))
         pairs = [{"question": q, "answer": (cleaned[i] if i < len(cleaned) else "")}
                  for i, q in enumerate(questions)]
-        opts = dict(job.options, clarifications=pairs, clarify_skipped=skip)
+        opts = options_with_stage(job.options, clarifications=pairs, clarify_skipped=skip)
         event_emit(job_id=job.pk, type="clarify.answered", payload={"skipped": skip, "answers": pairs})
         nxt = JobStatus.INVESTIGATING if job.options.get("background") else JobStatus.PLANNING
         job_set_status(job=job, status=nxt, options=opts, stage_attempts=0)
@@ -43,7 +45,7 @@ def job_research_anyway(*, job: ResearchJob) -> None:
     """A job the coordinator answered directly: research it and write the report after all."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.status != JobStatus.DONE or not job.answer or job.report_versions.exists():
+        if not job_can(job=job).research_anyway:
             raise InvalidAction(_("Only a job that ended with a direct answer can be researched anyway."))
         opts = dict(job.options, direct_answer=False)
         event_emit(job_id=job.pk, type="job.research_anyway", payload={"answer": job.answer})
@@ -61,7 +63,7 @@ def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
         raise ValidationError(_("Please type a question."))
     if len(question) > MAX_FOLLOWUP_CHARS:
         raise ValidationError(_("A follow-up may have at most %(n)d characters.") % {"n": MAX_FOLLOWUP_CHARS})
-    if job.status != JobStatus.DONE or not job.report_versions.exists():
+    if not job_can(job=job).ask_followup:
         raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
     with transaction.atomic():
         number = job_number_next(job_id=job.pk, model=FollowUp)
@@ -89,6 +91,6 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
     merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
     # Without a references list report_edit reads registry numbers, checks the cited claims and
     # writes one references list for the whole report, renumbered 1..n.
-    version = report_edit(job=job, markdown=merged)
+    version = report_edit(job=job, markdown=merged)  # refused unless job_can(...).fold_followup (the edit rule)
     FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
     return version.number

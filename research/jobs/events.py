@@ -13,9 +13,11 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from research.jobs.event_types import UndeclaredEvent, event_problem
 from research.jobs.models import JobEvent, ResearchJob
 
 logger = logging.getLogger(__name__)
@@ -36,8 +38,20 @@ def _scrub(value: Any) -> Any:
     return value
 
 
+def event_check(type_: str, payload: dict[str, Any]) -> None:
+    """The event as declared in event_types.py? Refused with EVENTS_STRICT (the tests), else logged: a live
+    job never loses an event, or fails, over a declaration."""
+    problem = event_problem(type_, payload)
+    if not problem:
+        return
+    if settings.EVENTS_STRICT:
+        raise UndeclaredEvent(problem)
+    logger.error("%s", problem)
+
+
 def event_emit(*, job_id: int, type: str, payload: dict[str, Any] | None = None) -> JobEvent:
     """Write the event with the job's next seq; publish it to `job-<id>` once the transaction commits."""
+    event_check(type, payload or {})
     with transaction.atomic():
         # The UPDATE takes the job row's write lock, so seqs are gap-free and ordered by commit.
         ResearchJob.objects.filter(pk=job_id).update(event_seq=F("event_seq") + 1)
@@ -54,6 +68,8 @@ def events_emit(*, job_id: int, events: list[tuple[str, dict[str, Any]]]) -> lis
     scheduler queuing steps): the first event is not held back by the others' writes and round trips."""
     if not events:
         return []
+    for type_, payload in events:
+        event_check(type_, payload)
     with transaction.atomic():
         ResearchJob.objects.filter(pk=job_id).update(event_seq=F("event_seq") + len(events))
         last = ResearchJob.objects.filter(pk=job_id).values_list("event_seq", flat=True).get()

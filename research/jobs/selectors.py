@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import IO, Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -13,7 +14,16 @@ from django.http import Http404
 from research import textre
 from research.agents.types import SourceRef
 from research.jobs import storage
-from research.jobs.models import Artifact, JobEvent, LLMCall, PlanVersion, ReportVersion, ResearchJob, StepRun
+from research.jobs.models import (
+    Artifact,
+    JobEvent,
+    JobStatus,
+    LLMCall,
+    PlanVersion,
+    ReportVersion,
+    ResearchJob,
+    StepRun,
+)
 
 User = UserModel | AnonymousUser
 
@@ -35,6 +45,46 @@ def job_get_for_user(*, user: User, job_id: int) -> ResearchJob:
 
 def job_user_can_watch(*, user_id: int | None, job_id: int) -> bool:
     return bool(user_id) and ResearchJob.objects.filter(pk=job_id, owner_id=user_id).exists()
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a user may do to a job now. The services refuse what is False here (InvalidAction, StalePlan) and the
+    job page shows a button only where it is True: one set of rules for both."""
+
+    cancel: bool
+    retry: bool
+    delete: bool
+    edit_report: bool
+    rerender: bool
+    ask_followup: bool
+    fold_followup: bool
+    research_anyway: bool
+    answer_clarification: bool
+    review_plan: bool
+
+
+def job_can(*, job: ResearchJob, has_report: bool | None = None) -> Capabilities:
+    """The job's capabilities from its status (as loaded: a service passes the row it locked) and whether it
+    has a report (`has_report`, else one query)."""
+    if has_report is None:
+        has_report = job.report_versions.exists()
+    status = job.status
+    ended = job.is_terminal
+    report_ended = has_report and status in (JobStatus.DONE, JobStatus.FAILED)
+    return Capabilities(
+        cancel=not ended,
+        retry=status in (JobStatus.FAILED, JobStatus.CANCELLED),
+        # A job waiting for the user holds no worker, so it can go without a cancel first.
+        delete=ended or status in (JobStatus.AWAITING_REVIEW, JobStatus.AWAITING_CLARIFICATION),
+        edit_report=report_ended,
+        rerender=report_ended,  # a failed job with no report has nothing to re-render from
+        ask_followup=has_report and status == JobStatus.DONE,
+        fold_followup=report_ended,  # folding saves an edited report version
+        research_anyway=status == JobStatus.DONE and bool(job.answer) and not has_report,
+        answer_clarification=status == JobStatus.AWAITING_CLARIFICATION,
+        review_plan=status == JobStatus.AWAITING_REVIEW,
+    )
 
 
 def job_events_after(*, job_id: int, after: int, limit: int = 5000) -> list[dict[str, Any]]:

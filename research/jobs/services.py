@@ -15,10 +15,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from research import ratelimit, textre
-from research.agents.depth import MAX_RUNS, DepthError, depth_clean
+from research import ratelimit
 from research.agents.graph import effective_depends_on, validate_plan
-from research.agents.types import STYLES, Plan, SourceRef
+from research.agents.types import Plan, SourceRef
 from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
@@ -35,9 +34,11 @@ from research.jobs.models import (
     ResearchJob,
     StepStatus,
 )
+from research.jobs.options import ENGINES, depth_options_clean, job_options_clean, options_with_stage
 from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
+from research.jobs.selectors import job_can
 from research.jobs.states import InvalidTransition, job_set_status
-from research.render.formats import output_kinds, rendered_kinds
+from research.render.formats import rendered_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,6 @@ __all__ = [
     "report_edit_checked", "report_edit_save", "report_edit_submit", "report_version_create",
 ]
 
-ENGINES = ("auto", "llm", "offline")
 
 
 RateLimited = ratelimit.RateLimited
@@ -63,73 +63,6 @@ class StalePlan(Exception):
 
 class InvalidAction(Exception):
     """The job is not in a state that allows this."""
-
-
-def job_options_clean(options: dict[str, Any]) -> dict[str, Any]:
-    """Normalise and validate job options; raises ValidationError with a clear message."""
-    style = options.get("style") or "academic"
-    if style not in STYLES:
-        raise ValidationError(
-            _("Unknown report style %(style)r; choose one of %(choices)s.")
-            % {"style": style, "choices": ", ".join(STYLES)}
-        )
-    outputs = options.get("outputs") or ["md"]
-    if isinstance(outputs, str):
-        outputs = [o.strip() for o in outputs.split(",") if o.strip()]
-    kinds = output_kinds()  # the registered output formats (research/render/formats/)
-    bad = [o for o in outputs if o not in kinds]
-    if bad:
-        raise ValidationError(
-            _("Unknown output(s) %(bad)s; choose from %(choices)s.")
-            % {"bad": ", ".join(bad), "choices": ", ".join(kinds)}
-        )
-    outputs = ["md"] + [o for o in rendered_kinds() if o in outputs]
-    try:
-        max_steps = int(options.get("max_steps") or settings.JOB_DEFAULT_STEPS)
-    except (TypeError, ValueError):
-        raise ValidationError(_("Max steps must be a whole number.")) from None
-    if not 1 <= max_steps <= settings.JOB_MAX_STEPS:
-        raise ValidationError(_("Max steps must be between 1 and %(max)d.") % {"max": settings.JOB_MAX_STEPS})
-    engine = options.get("engine") or settings.DEFAULT_ENGINE
-    if engine not in ENGINES:
-        raise ValidationError(_("Unknown engine %(engine)r; choose llm, offline or auto.") % {"engine": engine})
-    locale = str(options.get("locale") or "auto")
-    if locale != "auto" and not textre.fullmatch(r"[a-z]{2,3}(-[A-Za-z]{2,4})?", locale):
-        raise ValidationError(_("Locale %(locale)r is not like en-US or zh-CN.") % {"locale": locale})
-    kb = options.get("kb")
-    try:
-        depth, runs = depth_clean(options.get("depth"), options.get("runs"))
-    except DepthError as exc:
-        raise ValidationError(depth_error_text(exc)) from None
-    return {
-        "style": style,
-        "outputs": outputs,
-        "max_steps": max_steps,
-        "engine": engine,
-        "locale": locale,
-        "auto_accept": bool(options.get("auto_accept", False)),
-        "kb": int(kb) if kb not in (None, "", 0, "0") else None,
-        "web": bool(options.get("web", True)),
-        "background": bool(options.get("background", False)),
-        # Clarifying questions: on by default where a model may ask them (the offline engine never does).
-        "clarify": bool(options.get("clarify", engine != "offline")),
-        # False: the coordinator must not end the job with a direct answer ("Research it anyway").
-        "direct_answer": bool(options.get("direct_answer", True)),
-        # 0 = no per-job limit (steps run as parallel as the workers allow); benchmarks use 1.
-        "step_concurrency": max(0, int(options.get("step_concurrency") or 0)),
-        # Heavy mode: `runs` parallel runs per research/analysis step, merged by a synthesis (docs/agents.md).
-        "depth": depth,
-        "runs": runs,
-    }
-
-
-def depth_error_text(exc: DepthError) -> str:
-    """research.agents.depth's refusal in the user's language."""
-    if exc.code == "depth":
-        return str(_("Unknown depth; choose standard or heavy."))
-    if exc.code == "runs_type":
-        return str(_("Runs must be a whole number."))
-    return str(_("Runs must be between 1 and %(max)d.") % {"max": MAX_RUNS})
 
 
 def job_create(*, user: User, question: str, options: dict[str, Any]) -> ResearchJob:
@@ -188,7 +121,7 @@ def job_kb_attach(*, job: ResearchJob, collection_id: int) -> None:
 def job_cancel(*, job: ResearchJob) -> None:
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.is_terminal:
+        if not job_can(job=job).cancel:
             raise InvalidAction(_("The job has already ended."))
         ResearchJob.objects.filter(pk=job.pk).update(cancel_requested=True)
         if job.status in (JobStatus.QUEUED, JobStatus.AWAITING_REVIEW) or not job.steps.filter(
@@ -206,7 +139,7 @@ def job_retry(*, job: ResearchJob) -> None:
     """Retry a failed or cancelled job from where it stopped; done steps are kept."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
+        if not job_can(job=job).retry:
             raise InvalidAction(_("Only a failed or cancelled job can be retried."))
         job.steps.exclude(status=StepStatus.DONE).update(status=StepStatus.PENDING, attempts=0, error="",
                                                          lease_until=None)
@@ -223,7 +156,7 @@ def job_retry(*, job: ResearchJob) -> None:
 
 
 def job_delete(*, job: ResearchJob) -> None:
-    if not job.is_terminal and job.status not in (JobStatus.AWAITING_REVIEW, JobStatus.AWAITING_CLARIFICATION):
+    if not job_can(job=job).delete:
         raise InvalidAction(_("Cancel the job before deleting it."))
     job_id = job.pk
     job.delete()
@@ -253,7 +186,7 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
     `depth` / `runs` (the review page's depth choice) replace the job's, checked like a new job's."""
     with transaction.atomic():
         job = ResearchJob.objects.select_for_update().get(pk=job.pk)
-        if job.status != JobStatus.AWAITING_REVIEW:
+        if not job_can(job=job).review_plan:
             raise StalePlan(_("This plan is no longer waiting for review."))
         latest = job.plan_versions.order_by("-number").first()
         if latest is None or latest.number != base_version:
@@ -273,17 +206,14 @@ def plan_submit(*, job: ResearchJob, plan: Plan, base_version: int, action: str,
                 )
             version = plan_version_create(job=job, plan=plan, author="user", feedback=feedback) if edited else latest
             ResearchJob.objects.filter(pk=job.pk).update(replans=job.replans + 1)
-            opts = dict(job.options, replan_feedback=feedback.strip(), replan_base=version.number)
+            opts = options_with_stage(job.options, replan_feedback=feedback.strip(), replan_base=version.number)
             job_set_status(job=job, status=JobStatus.PLANNING, options=opts, stage_attempts=0)
             enqueue_advance(job.pk)
             return version
         if action != "accept":
             raise ValidationError(_("Unknown action %(action)r.") % {"action": action})
         if depth is not None:
-            try:
-                chosen, count = depth_clean(depth, runs)
-            except DepthError as exc:
-                raise ValidationError(depth_error_text(exc)) from None
+            chosen, count = depth_options_clean(depth=depth, runs=runs)
             job.options = dict(job.options, depth=chosen, runs=count)
             ResearchJob.objects.filter(pk=job.pk).update(options=job.options)
         version = plan_version_create(job=job, plan=plan, author="user", accepted=True) if edited else latest
@@ -334,7 +264,7 @@ def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[s
     the references list is rebuilt from the source registry, so an edit cannot cite a source nobody read.
     Returns the checked Markdown and the check's counts.
     """
-    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+    if not job_can(job=job).edit_report:
         raise InvalidAction(_("Only a finished report can be edited."))
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
@@ -379,7 +309,7 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
     markdown = markdown.replace("\r\n", "\n")
     if len(markdown) <= settings.REPORT_CHECK_INLINE_CHARS:
         return report_edit(job=job, markdown=markdown)
-    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+    if not job_can(job=job).edit_report:
         raise InvalidAction(_("Only a finished report can be edited."))
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
@@ -393,7 +323,7 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
 def output_rerender(*, job: ResearchJob, kind: str) -> None:
     if kind not in rendered_kinds():
         raise ValidationError(_("Unknown output %(kind)r.") % {"kind": kind})
-    if job.status not in (JobStatus.DONE, JobStatus.FAILED) or not job.report_versions.exists():
+    if not job_can(job=job).rerender:
         raise InvalidAction(_("Outputs can be re-rendered once the report exists and the job has ended."))
     renders_queue(job=job, kinds=[kind])
 

@@ -1,4 +1,5 @@
-"""The model boundary: what a node may ask of the model (ChatModel), and token arithmetic over it.
+"""The model boundary: what a node may ask of the model (ChatModel, declared beside the AgentContext in
+research/agents/types.py), and token arithmetic over it.
 
 research.llm.client.LLMClient implements ChatModel. Its replies carry no reasoning: the client strips
 `<think>` blocks from content and from streamed deltas (the one think filter), so nodes do not.
@@ -6,13 +7,10 @@ research.llm.client.LLMClient implements ChatModel. Its replies carry no reasoni
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
-
-from pydantic import BaseModel
+from collections.abc import Sequence
 
 from research import textre
-from research.agents.types import AgentContext
+from research.agents.types import AgentContext, ChatModel
 from research.llm.types import ChatResult, StructuredOutputError, ToolCall
 
 __all__ = [
@@ -20,40 +18,7 @@ __all__ = [
     "drop_text_tool_calls", "fit_texts", "require_model", "truncate_tokens", "usage_tokens",
 ]
 
-M = TypeVar("M", bound=BaseModel)
-
 ANSWER_RESERVE = 4_096  # tokens kept free for the model's answer when sizing inputs
-
-
-class ChatModel(Protocol):
-    """The calls the nodes make. `agent` names the node for cost accounting."""
-
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        agent: str = "",
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float = 0.3,
-        max_tokens: int | None = None,
-        on_delta: Callable[[str], None] | None = None,
-        seed: int | None = None,
-    ) -> ChatResult: ...
-
-    def structured(
-        self,
-        messages: list[dict[str, Any]],
-        schema: type[M],
-        *,
-        agent: str = "",
-        max_attempts: int = 3,
-        temperature: float = 0.2,
-        max_tokens: int | None = None,
-    ) -> M: ...  # raises StructuredOutputError
-
-    def count_tokens(self, text: str) -> int: ...
-
-    def context_window(self) -> int: ...
 
 
 class EngineError(RuntimeError):

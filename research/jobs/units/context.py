@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from research.agents.types import (
     BudgetExceeded,
+    ChatModel,
     CodeRun,
     JobCancelled,
     McpToolSpec,
@@ -88,7 +89,7 @@ class JobContext:
 
     # --- model -------------------------------------------------------------------------
     @cached_property
-    def llm(self) -> Any:
+    def llm(self) -> ChatModel | None:
         if self.job.engine != "llm":
             return None
         from research.llm.factory import client_from_settings

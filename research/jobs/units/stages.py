@@ -25,6 +25,7 @@ from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.dispatch import enqueue_advance
 from research.jobs.events import event_emit
 from research.jobs.models import TERMINAL_STATUSES, WORKING_STATUSES, JobStatus, ResearchJob, StepStatus
+from research.jobs.options import options_with_stage, options_without_stage
 from research.jobs.services import plan_start, plan_version_create, renders_queue, report_version_create
 from research.jobs.states import STAGES_BY_STATUS, job_set_status
 from research.jobs.units.common import accepted_plan, engine_for, now, queue_grace, short, step_results
@@ -161,7 +162,7 @@ def _stage_coordinate(job: ResearchJob) -> None:
             return
         if decision.action == "clarify" and decision.questions and "clarifications" not in job.options:
             # Wait for the user like plan review: no worker is held (see conversation.py).
-            opts = dict(job.options, clarify_questions=decision.questions)
+            opts = options_with_stage(job.options, clarify_questions=decision.questions)
             event_emit(job_id=job.pk, type="clarify.asked", payload={"questions": decision.questions})
             job_set_status(job=job, status=JobStatus.AWAITING_CLARIFICATION, options=opts)
             return
@@ -177,7 +178,7 @@ def _stage_investigate(job: ResearchJob) -> None:
         hits = []
         event_emit(job_id=job.pk, type="step.activity", payload={"kind": "background_failed", "error": short(exc)})
     background = "\n".join(f"- {h.title}: {h.snippet}" for h in hits)[:6000]
-    opts = dict(job.options, background_text=background)
+    opts = options_with_stage(job.options, background_text=background)
     with transaction.atomic():
         still_wanted(job.pk)
         job_set_status(job=job, status=JobStatus.PLANNING, options=opts)
@@ -205,7 +206,7 @@ def _stage_plan(job: ResearchJob) -> None:
     with transaction.atomic():
         still_wanted(job.pk)
         version = plan_version_create(job=job, plan=plan, author="planner", feedback=feedback)
-        opts = {k: v for k, v in job.options.items() if k not in ("replan_feedback", "replan_base")}
+        opts = options_without_stage(job.options, "replan_feedback", "replan_base")
         ResearchJob.objects.filter(pk=job.pk).update(options=opts, title=plan.title[:300])
         job.options = opts
         if job.options.get("auto_accept"):
@@ -255,8 +256,8 @@ def _stage_report(job: ResearchJob) -> None:
     final = finalize_report(body, sources, locale=job.locale, mark_dropped=True)
     # Claims against their cited passages, links to unregistered pages, gapless numbering.
     # The model as a second opinion on claims the lexical check cannot pass (settings.VERIFY_MODEL_JUDGE).
-    use_judge = job.engine == "llm" and settings.VERIFY_MODEL_JUDGE
-    judge = model_judge(ctx.llm, job.locale) if use_judge else None
+    llm = ctx.llm if job.engine == "llm" and settings.VERIFY_MODEL_JUDGE else None
+    judge = model_judge(llm, job.locale) if llm is not None else None
     # What processing steps computed (sandbox output) may be stated without a citation.
     computed = {s.id for s in plan.steps if s.step_type == "processing"}
     evidence = [r.report_md for r in results if r.step_id in computed]

@@ -202,11 +202,8 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "accepted_plan": selectors.plan_accepted(job=job),
         "cost": selectors.job_cost(job=job),
         "sources": job.sources.order_by("number").only("number", "url", "title", "kind"),
-        "can_cancel": not job.is_terminal,
-        "can_retry": job.status in (JobStatus.FAILED, JobStatus.CANCELLED),
-        "can_delete": job.is_terminal or job.status == JobStatus.AWAITING_REVIEW,
-        # A failed job with no report has nothing to re-render from.
-        "can_rerender": report is not None and job.status in (JobStatus.DONE, JobStatus.FAILED),
+        # The buttons the page shows: the services' own rules (selectors.job_can).
+        "can": selectors.job_can(job=job, has_report=report is not None),
         "failure": failure_explain(job=job),
         "media": job_media(job=job),
         "downloads": _downloads(job),

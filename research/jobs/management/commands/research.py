@@ -20,6 +20,7 @@ from research.jobs import selectors, services
 from research.jobs.infra import infrastructure
 from research.jobs.management.cli import PeopleCommand
 from research.jobs.models import JobEvent, JobStatus, ResearchJob
+from research.jobs.options import job_options_clean
 from research.render.formats import output_kinds
 
 
@@ -122,6 +123,10 @@ class Command(PeopleCommand):
             "clarify": False,  # nobody answers questions on the command line
             "depth": opts["depth"], "runs": opts["runs"],
         }
+        try:  # the one options validator, before Redis or a worker is started for a job that cannot exist
+            job_options_clean(options)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
         with infrastructure(detach=opts["detach"], echo=True):
             try:
                 job = services.job_create(user=user, question=question, options=options)
