@@ -113,8 +113,6 @@ class Command(PeopleCommand):
             kb_id = collection.pk
         elif opts["no_web"]:
             raise CommandError("--no-web needs a knowledge base to search; " + kb_hint(user))
-        else:
-            self._check_search(user)
         auto_accept = opts["auto_accept"] or not sys.stdin.isatty()
         options = {
             "outputs": opts["outputs"], "style": opts["style"], "locale": opts["locale"],
@@ -127,6 +125,8 @@ class Command(PeopleCommand):
             job_options_clean(options)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        if kb_id is None:
+            self._check_search(user)
         with infrastructure(detach=opts["detach"], echo=True):
             try:
                 job = services.job_create(user=user, question=question, options=options)
