@@ -81,7 +81,9 @@ def test_first_ten_minutes_without_internet(page, dora, no_search_stack, lang, t
     page.set_input_files("input[type=file][name=files]", files=[
         {"name": name, "mimeType": "text/markdown", "buffer": text.encode()}])
     page.click("form.kb-form[enctype] button[type=submit]")
+    assert page.locator(".messages li.kb-indexing").count() == 1  # "heat-pumps.md: added; indexing…"
     page.wait_for_selector(".kb-status[data-status='ready']", timeout=60_000)  # indexed, shown live
+    page.wait_for_selector(".messages li.kb-indexing", state="detached")  # the flash is out of date: gone
 
     # The question, from the new-job form: the knowledge base chosen, the four outputs ticked by default.
     page.goto(base + "/jobs/new/")
