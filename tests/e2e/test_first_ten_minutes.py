@@ -240,3 +240,9 @@ def test_long_titles_wrap_on_every_page(page, dora, no_search_stack):
     assert page.eval_on_selector("h1.question", "e => e.getBoundingClientRect().height") < 400
     page.click("#full-question summary")
     assert "what do they cost" in page.inner_text("#full-question")
+    # Status pills never wrap ("已完/成"), even in Chinese on a phone-sized window beside a long question.
+    _chinese(page, base)
+    page.set_viewport_size({"width": 360, "height": 800})
+    page.goto(base + "/")
+    pill = page.eval_on_selector("td .status", "e => [e.getBoundingClientRect().height, e.textContent]")
+    assert pill[1] == "排队中" and pill[0] < 30, pill
