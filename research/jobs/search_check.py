@@ -16,11 +16,13 @@ from research.jobs.models import JobEvent, ResearchJob
 
 EVENT = "search.checked"
 PROBE_TIMEOUT_S = 5.0
-# The new-job page asks at most this often per process group (a dead DNS costs the probe's whole timeout).
+# The new-job page asks at most this often per web process (a dead DNS costs the probe's whole timeout).
 PROBE_CACHE_S = 60
+# The page's probe waits less than the plan stage's: it holds a web thread while a dead DNS times out.
+PAGE_PROBE_TIMEOUT_S = 2.0
 
 
-def web_probe() -> dict[str, Any]:
+def web_probe(timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
     """{"web_ok", "reasons", "errors", "configured"}: one tiny query to the web providers."""
     from research.tools.search import KNOWLEDGE, SearchError, web_search
 
@@ -28,7 +30,7 @@ def web_probe() -> dict[str, Any]:
     if not providers:
         return {"web_ok": False, "reasons": [], "errors": [], "configured": False}
     try:
-        web_search("research", providers=providers, max_results=1, timeout=PROBE_TIMEOUT_S)
+        web_search("research", providers=providers, max_results=1, timeout=timeout)
     except SearchError as exc:
         # `errors`: each provider's typed failure (provider, label, kind, status, message); `reasons` keeps
         # the (provider, message) pairs earlier pages and API clients read.
@@ -42,7 +44,7 @@ def web_probe_cached() -> dict[str, Any]:
     found = cache.get(key)
     if isinstance(found, dict):
         return found
-    result = web_probe()
+    result = web_probe(timeout=PAGE_PROBE_TIMEOUT_S)
     cache.set(key, result, PROBE_CACHE_S)
     return result
 

@@ -97,8 +97,11 @@ def job_new(request: HttpRequest) -> HttpResponse:
     if request.GET.get("kb", "").isdigit() and int(request.GET["kb"]) in dict(collections):
         initial["kb"] = int(request.GET["kb"])  # back from "upload a file" on this page: that KB is chosen
     form = JobCreateForm(request.POST or None, collections=collections, initial=initial)
-    page = {"form": form, "has_kb": bool(collections), "search": web_probe_cached(),
-            "question_max": MAX_QUESTION_CHARS}
+
+    def page() -> dict[str, Any]:  # the search probe only for a page that is drawn, never before a redirect
+        return {"form": form, "has_kb": bool(collections), "search": web_probe_cached(),
+                "question_max": MAX_QUESTION_CHARS}
+
     if request.method == "POST" and form.is_valid():
         try:
             job = services.job_create(user=_user(request), question=form.cleaned_data["question"],
@@ -107,17 +110,17 @@ def job_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc)
         except services.RateLimited as exc:
             form.add_error(None, str(exc))
-            response = render(request, "jobs/new.html", page, status=429)
+            response = render(request, "jobs/new.html", page(), status=429)
             response["Retry-After"] = str(exc.verdict.retry_after)
             return response
         except services.CounterUnavailable as exc:  # the form comes back with the question, not a bare 503 page
             form.add_error(None, exc.message)
-            response = render(request, "jobs/new.html", page, status=503)
+            response = render(request, "jobs/new.html", page(), status=503)
             response["Retry-After"] = str(exc.retry_after)
             return response
         else:
             return redirect("job_detail", job_id=job.pk)
-    return render(request, "jobs/new.html", page, status=400 if form.errors else 200)
+    return render(request, "jobs/new.html", page(), status=400 if form.errors else 200)
 
 
 def _figure_url(job: ResearchJob) -> Any:
@@ -221,8 +224,9 @@ def _search_state(request: HttpRequest, job: ResearchJob) -> dict[str, Any]:
     """What the plan page says about searching, true of this job: blocked (nothing to search), KB only, or ok."""
     check = search_check_latest(job=job)
     kb_id = job.options.get("kb")
-    ctx: dict[str, Any] = {"kb_choices": _collections(request.user), "job_kb": kb_id,
-                           "job_kb_name": dict(_collections(request.user)).get(kb_id) if kb_id else None}
+    choices = _collections(request.user)
+    ctx: dict[str, Any] = {"kb_choices": choices, "job_kb": kb_id,
+                           "job_kb_name": dict(choices).get(kb_id) if kb_id else None}
     if not check:
         return ctx
     if not check["ok"]:
