@@ -21,7 +21,7 @@ import pytest
 from pptx import Presentation
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import shot, sign_in
+from tests.e2e.conftest import api_job, shot, sign_in
 from tests.support.procs import AsgiServer, WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -157,20 +157,30 @@ def test_first_ten_minutes_without_internet(page, dora, no_search_stack, lang, t
     assert float(probe.stdout.strip()) > 5
 
 
-def test_a_retry_that_fails_again_shows_one_failure_per_step(page, dora, no_search_stack):
-    """Nothing to search, review skipped: the job fails; a retry fails again with the same reason, and each
-    step card still shows one "failed" entry, not one per attempt."""
+def test_the_form_refuses_an_auto_accepted_job_with_nothing_to_search(page, dora, no_search_stack):
+    from research.jobs.models import ResearchJob as Job
+
     base = no_search_stack.url
     sign_in(page, base)
     page.goto(base + "/jobs/new/")
     page.fill("textarea[name=question]", "How cheap is wind power now?")
     page.select_option("select[name=engine]", "offline")
-    page.fill("#id_max_steps", "2")
-    for box in page.query_selector_all("input[name=outputs]"):
-        if box.is_checked():
-            box.click()
     page.check("#id_auto_accept")
     page.click("#submit-job")
+    page.wait_for_selector("#new-job .errors")
+    assert "Nothing can be searched" in page.inner_text("#new-job .errors")
+    assert page.input_value("textarea[name=question]") == "How cheap is wind power now?"  # kept
+    assert page.is_visible("#quick-upload")  # the way forward, right there
+    assert not Job.objects.exists()
+
+
+def test_a_retry_that_fails_again_shows_one_failure_per_step(page, dora, no_search_stack):
+    """Nothing to search, review skipped: the job fails; a retry fails again with the same reason, and each
+    step card still shows one "failed" entry, not one per attempt."""
+    base = no_search_stack.url
+    job_id = api_job(no_search_stack, dora, "How cheap is wind power now?", max_steps=2)
+    sign_in(page, base)
+    page.goto(base + f"/jobs/{job_id}/")
     page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
     page.wait_for_selector(".step-card.card-failed")
     page.click("#retry-job")

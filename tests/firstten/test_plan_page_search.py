@@ -146,3 +146,17 @@ def test_upload_on_the_new_job_page_comes_back_with_that_kb_chosen(alice_client,
     page = lxml.html.fromstring(alice_client.get(response["Location"]).content.decode())
     assert page.xpath("//select[@name='kb']/option[@selected]/@value") == [str(kb.pk)]
     assert kb.documents.count() == 1
+
+
+def test_form_refuses_an_auto_accepted_job_with_nothing_to_search(alice_client, alice, monkeypatch):
+    """No web provider answers (SearXNG on a closed port) and no KB: skipping the review could only fail."""
+    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: None)
+    post = {"question": "How efficient are heat pumps?", "style": "academic", "locale": "auto", "max_steps": 2,
+            "engine": "offline", "web": "on", "auto_accept": "on"}
+    response = alice_client.post("/jobs/new/", post)
+    assert response.status_code == 400 and "Nothing can be searched" in response.content.decode()
+    assert not ResearchJob.objects.exists()
+    notes = kb_services.collection_create(owner=alice, name="notes")
+    assert alice_client.post("/jobs/new/", {**post, "kb": notes.pk}).status_code == 302  # a KB to search: runs
+    del post["auto_accept"]
+    assert alice_client.post("/jobs/new/", post).status_code == 302  # reviewed: the plan page offers the ways

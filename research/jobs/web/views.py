@@ -102,6 +102,11 @@ def job_new(request: HttpRequest) -> HttpResponse:
         return {"form": form, "has_kb": bool(collections), "search": web_probe_cached(),
                 "question_max": MAX_QUESTION_CHARS}
 
+    if request.method == "POST" and form.is_valid() and _nothing_to_search(form):
+        # Skipping the review would start a run that can only fail: say so now, with the ways forward.
+        form.add_error(None, _("Nothing can be searched: no web search provider answers from this server and no "
+                               "knowledge base is chosen. Choose one or upload a file above, or untick “Run the "
+                               "plan without review” to attach one on the plan page."))
     if request.method == "POST" and form.is_valid():
         try:
             job = services.job_create(user=_user(request), question=form.cleaned_data["question"],
@@ -121,6 +126,12 @@ def job_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(request, "jobs/new.html", page(), status=400 if form.errors else 200)
+
+
+def _nothing_to_search(form: JobCreateForm) -> bool:
+    """An auto-accepted job with no knowledge base while no web provider answers (the probe is cached)."""
+    options = form.options()
+    return bool(options["auto_accept"] and options["kb"] is None and not web_probe_cached()["web_ok"])
 
 
 def _figure_url(job: ResearchJob) -> Any:
