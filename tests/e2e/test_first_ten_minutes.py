@@ -184,7 +184,8 @@ def test_a_retry_that_fails_again_shows_one_failure_per_step(page, dora, no_sear
     page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
     page.wait_for_selector(".step-card.card-failed")
     page.click("#retry-job")
-    page.wait_for_selector("#job:not([data-status='failed'])")
+    # The retry fails again (it may before the page is drawn): two "The job failed" entries, then settled.
+    page.locator("#timeline .ev-job-failed").nth(1).wait_for(timeout=120_000)
     page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
     page.wait_for_timeout(3_000)  # the live updates settle
     cards = page.locator(".step-card")
