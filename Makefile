@@ -25,11 +25,15 @@ migrate: setup
 	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py ensure_demo_user
 
+# `make run` has no proxy in front: daphne itself caps request bodies as Twisted receives them (2.5 MiB,
+# knowledge uploads 5 x KB_MAX_UPLOAD_BYTES; research/jobs/web/asgi_limits.py), so nothing over a limit is
+# stored; it serves plain HTTP on 127.0.0.1 without timeouts for slow clients. Put it behind the compose
+# proxy (deploy/caddy/Caddyfile) before exposing it (docs/operations.md, "Limits").
 run: migrate
 	$(PY) -m research.devserver --port $(PORT)
 
 worker: setup
-	$(PY) -m celery -A research worker -Q agents,render -c $${WORKER_CONCURRENCY:-4} --loglevel INFO -n worker-$$$$@%h --without-gossip --without-mingle
+	$(PY) -m celery -A research worker -Q agents,render,kb -c $${WORKER_CONCURRENCY:-4} --loglevel INFO -n worker-$$$$@%h --without-gossip --without-mingle
 
 lint: setup
 	$(VENV)/bin/ruff check .

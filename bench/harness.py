@@ -214,6 +214,9 @@ class Stack:
             "LLM_CONTEXT_WINDOW": "32768",
             "DEFAULT_ENGINE": "llm",
             "JOB_CREATE_RATE": "1000000/h",
+            # One user's throughput in every section but `fairness`, which turns the caps on for its workers.
+            "FAIR_USER_RUNNING_JOBS": "0",
+            "FAIR_USER_RUNNING_UNITS": "0",
             "TTS_BACKEND": "espeak",
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",

@@ -28,6 +28,7 @@ if str(ROOT) not in sys.path:
 
 from bench import (  # noqa: E402
     bench_adversarial,
+    bench_fairness,
     bench_heavy,
     bench_orchestration,
     bench_render,
@@ -37,7 +38,7 @@ from bench import (  # noqa: E402
 )
 from bench.harness import Stack, machine  # noqa: E402
 
-SECTIONS = ("render", "orchestration", "tokens", "heavy", "stream", "scale", "adversarial")
+SECTIONS = ("render", "orchestration", "tokens", "heavy", "stream", "scale", "adversarial", "fairness")
 DEFAULT_OUT = ROOT / "bench" / "results.json"
 
 # Full-size parameters (make bench) and tiny ones (--smoke). Latency: a model server that starts
@@ -57,7 +58,8 @@ FULL: dict[str, dict[str, Any]] = {
               "warm": False},
     "stream": {"jobs": 20, "steps": 3, "ttft": 0.5, "tokens_per_s": 50.0, "workers": 2, "concurrency": 12},
     "scale": {"jobs": 12, "steps": 3, "concurrency": 4, "ttft": 0.5, "tokens_per_s": 50.0},
-    "adversarial": {"size": 500_000},
+    "adversarial": {"size": 500_000, "parser_sizes": (100_000, 1_000_000)},
+    "fairness": {"jobs": 30, "steps": 5, "k": 5, "concurrency": 4, "compare": True},
 }
 SMOKE: dict[str, dict[str, Any]] = {
     "render": {"words": 300},
@@ -69,7 +71,9 @@ SMOKE: dict[str, dict[str, Any]] = {
                "warm": False},
     "scale": {"jobs": 2, "steps": 1, "concurrency": 3, "ttft": 0.05, "tokens_per_s": 2000.0, "warm": False,
               "whole_jobs": 1, "whole_outputs": ("md", "pdf")},
-    "adversarial": {"size": 2_000},
+    "adversarial": {"size": 2_000, "parser_sizes": (2_000,)},
+    "fairness": {"jobs": 2, "steps": 1, "k": 2, "concurrency": 2, "ttft": 0.05, "tokens_per_s": 2000.0,
+                 "warm": False},
 }
 
 
@@ -166,6 +170,12 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         worst = a["worst"]
         rows.append(("adversarial", f"worst request/task path on {a['size']:,}-character attacks",
                      f"{worst['ratio']:.2f}× plain ({worst['path']}, {worst['attack']})", "≤ 10×"))
+    f = results.get("fairness")
+    if f:
+        q = f["queue"]
+        what = f"one-step job behind one user's {q['jobs']} heavy jobs (k = {q['k']}), {f['workers']}"
+        rows.append(("fairness", what,
+                     f"{f['behind_queue_s']:.2f} s vs {f['alone_s']:.2f} s alone: {f['slowdown']:.2f}×", "≤ 2×"))
     t = results.get("tokens")
     if t and t.get("runs"):
         per = ", ".join(f"{r['steps']}: {r['total_tokens']:,}" for r in t["runs"])
@@ -228,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "render": bench_render.table, "orchestration": bench_orchestration.table, "tokens": bench_tokens.table,
         "heavy": bench_heavy.table,
         "stream": bench_stream.table, "scale": bench_scale.table, "adversarial": bench_adversarial.table,
+        "fairness": bench_fairness.table,
     }
     try:
         stack.start()
@@ -258,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = bench_stream.run(stack, **params["stream"])
             elif name == "adversarial":
                 result = bench_adversarial.run(stack, **params["adversarial"])
+            elif name == "fairness":
+                result = bench_fairness.run(stack, **params["fairness"])
             else:
                 result = bench_scale.run(stack, **params["scale"])
             results[name + suffix] = result

@@ -12,9 +12,12 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from research.jobs.web.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
+from research.jobs.web.asgi_limits import BodySizeLimitMiddleware, install_daphne_body_cap  # noqa: E402
 from research.jobs.web.routing import websocket_urlpatterns  # noqa: E402
 from research.jobs.web.ws_origin import SameOriginValidator  # noqa: E402
+
+# daphne spools a body to a temporary file before the app sees it: cap it while Twisted receives it.
+install_daphne_body_cap()
 
 application = ProtocolTypeRouter(
     {

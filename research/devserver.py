@@ -103,7 +103,7 @@ def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:
 
 def worker_argv(*, name: str = "", concurrency: int | None = None, beat: bool = False) -> list[str]:
     conc = concurrency or int(os.environ.get("WORKER_CONCURRENCY", "4"))
-    argv = [sys.executable, "-m", "celery", "-A", "research", "worker", "-Q", "agents,render",
+    argv = [sys.executable, "-m", "celery", "-A", "research", "worker", "-Q", "agents,render,kb",
             "-c", str(conc), "--loglevel", os.environ.get("WORKER_LOG_LEVEL", "INFO"),
             "-n", name or f"worker-{os.getpid()}@%h", "--without-gossip", "--without-mingle"]
     if beat:

@@ -7,8 +7,11 @@ limit and deleting what was created gives no quota back. Rates are ``"N/s|m|h|d"
 
 API:
     ratelimit_hit(scope=..., key=..., rate=...) -> Verdict       count one use for one key
-    ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account and per IP
+    ratelimit_request(request, scope=..., rate=...) -> Verdict    count per account (per IP when signed out)
+    ratelimit_account(user=..., scope=..., rate_setting=...)       count in a service; raises RateLimited
+    sliding_window_hit(scope=..., key=..., limit=..., window=..., cost=...)  a sliding window that counts cost
     ratelimited(scope, rate_setting)                               view decorator (POST only) → 429
+    limited_in_service(rate_setting) / limit_patterns(...)         mark a view / wrap an included URLconf
     too_many_requests(request, verdict) -> HttpResponse            the 429 page with Retry-After
     CounterCache                                                   the ``ratelimit`` cache's backend
     CounterUnavailable                                             raised when the counter cannot be reached
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -131,6 +135,10 @@ class CounterCache(RedisCache):
         with _counter_reached():
             return super().incr(*args, **kwargs)
 
+    def decr(self, *args: Any, **kwargs: Any) -> Any:
+        with _counter_reached():
+            return super().decr(*args, **kwargs)
+
     def set_many(self, *args: Any, **kwargs: Any) -> Any:
         with _counter_reached():
             return super().set_many(*args, **kwargs)
@@ -184,6 +192,38 @@ def ratelimit_hit(*, scope: str, key: str, rate: str) -> Verdict:
     )
 
 
+def sliding_window_hit(*, scope: str, key: str, limit: int, window: int, cost: int = 1) -> Verdict:
+    """Charge `cost` to `key` over a sliding window of `window` seconds; refused (nothing charged) when the
+    window would then hold more than `limit`.
+
+    The count is the current fixed window's plus the previous one's weighted by how much of it still lies
+    inside the sliding window, so no burst fits around a window edge (a fixed hourly window let 60 jobs
+    through at 30/h). The charge is an atomic INCR, taken back when it goes over, so parallel requests
+    cannot both slip under the limit.
+    """
+    if limit <= 0:
+        return ALLOWED
+    from django.core.cache import caches
+
+    cache = caches[settings.RATELIMIT_USE_CACHE]
+    now = time.time()
+    index = int(now // window)
+    into = (now - index * window) / window
+    current, previous = f"rl-slide:{scope}:{key}:{index}", f"rl-slide:{scope}:{key}:{index - 1}"
+    with _counter_reached():
+        cache.add(current, 0, timeout=2 * window + 60)
+        charged = int(cache.incr(current, cost))
+        earlier = int(cache.get(previous) or 0)
+        used = earlier * (1 - into) + charged
+        if used <= limit:
+            return Verdict(allowed=True, count=int(used), limit=limit)
+        cache.decr(current, cost)
+    # When enough of the previous window has slid out (or, failing that, when this one ends).
+    spare = limit - (charged - cost) - cost
+    wait = (1 - spare / earlier - into) * window if earlier and spare >= 0 else (1 - into) * window + 1
+    return Verdict(allowed=False, count=int(used - cost), limit=limit, retry_after=max(1, int(wait + 0.999)))
+
+
 def client_ip(request: HttpRequest) -> str:
     """The peer address (set RATELIMIT_IP_HEADER when a trusted proxy passes the client's one)."""
     header = getattr(settings, "RATELIMIT_IP_HEADER", "")
@@ -193,14 +233,21 @@ def client_ip(request: HttpRequest) -> str:
 
 
 def ratelimit_request(request: HttpRequest, *, scope: str, rate: str) -> Verdict:
-    """Count one use per account (the signed-in user) and per IP; refuse if either is over."""
+    """Count one use per account when signed in, else per IP. An office behind one address does not
+    share its users' limits, and one account cannot spread its use over many addresses (issue 34)."""
     user = getattr(request, "user", None)
-    keys = [f"ip:{client_ip(request)}"]
-    if user is not None and user.is_authenticated:
-        keys.append(f"user:{user.pk}")
-    verdicts = [ratelimit_hit(scope=scope, key=key, rate=rate) for key in keys]
-    refused = [v for v in verdicts if not v.allowed]
-    return max(refused, key=lambda v: v.retry_after) if refused else ALLOWED
+    key = f"user:{user.pk}" if user is not None and user.is_authenticated else f"ip:{client_ip(request)}"
+    return ratelimit_hit(scope=scope, key=key, rate=rate)
+
+
+def ratelimit_account(*, user: Any, scope: str, rate_setting: str) -> None:
+    """Count one use of `scope` by an account in a service (web, API, MCP alike); RateLimited when over."""
+    rate = str(getattr(settings, rate_setting))
+    verdict = ratelimit_hit(scope=scope, key=f"user:{user.pk}", rate=rate)
+    if not verdict.allowed:
+        raise RateLimited(verdict, _("Too many requests: at most %(limit)d in %(window)s; please wait %(seconds)d "
+                                     "seconds.") % {"limit": verdict.limit, "window": rate_window_text(rate),
+                                                    "seconds": verdict.retry_after})
 
 
 def too_many_requests(request: HttpRequest, verdict: Verdict, message: str | None = None) -> HttpResponse:
@@ -232,11 +279,40 @@ class CounterUnavailableMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, CounterUnavailable):
             return service_unavailable(request, exception)
+        if isinstance(exception, RateLimited):  # a service counted the use (ratelimit_account): the 429 page
+            return too_many_requests(request, exception.verdict, str(exception))
         return None
 
 
+RATE_ATTR = "rate_setting"  # on a view: the setting that limits its POSTs (tests/security/test_post_limits.py)
+
+
+def limited_in_service(rate_setting: str) -> Callable[[Any], Any]:
+    """Mark a view whose POST is counted by the service it calls (ratelimit_account), so the API and MCP
+    count the same; the middleware above turns the service's RateLimited into the 429 page."""
+
+    def mark(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        setattr(view, RATE_ATTR, rate_setting)
+        return view
+
+    return mark
+
+
+def limit_patterns(patterns: list[Any], scope: str, rate_setting: str) -> list[Any]:
+    """Wrap every view of an included URLconf (the admin, i18n) in `ratelimited`; returns `patterns`."""
+    from django.urls import URLPattern, URLResolver
+
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            limit_patterns(entry.url_patterns, scope, rate_setting)
+        elif isinstance(entry, URLPattern) and not hasattr(entry.callback, RATE_ATTR):
+            entry.callback = ratelimited(scope, rate_setting, methods=("POST", "PUT", "PATCH", "DELETE"))(
+                entry.callback)
+    return patterns
+
+
 def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST",)) -> Callable[[Any], Any]:
-    """View decorator: count each POST per account and per IP against settings.<rate_setting>."""
+    """View decorator: count each POST per account (per IP when signed out) against settings.<rate_setting>."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
@@ -247,6 +323,7 @@ def ratelimited(scope: str, rate_setting: str, methods: tuple[str, ...] = ("POST
                     return too_many_requests(request, verdict)
             return view(request, *args, **kwargs)
 
+        setattr(wrapped, RATE_ATTR, rate_setting)
         return wrapped
 
     return decorate
@@ -281,9 +358,19 @@ def login_username(request: HttpRequest, credentials: Any = None) -> str | None:
 
 
 def login_lockout_response(request: HttpRequest, *_args: Any) -> HttpResponse:
-    """The same 429 page and Retry-After as every other limit. Each refused attempt counts as a failure
-    (axes' default), so the lock-out ends one whole window after the last attempt."""
+    """The same 429 page and Retry-After as every other limit: for a (name, address) pair locked by axes, or
+    for an attempt slowed down by research.logins (which put its wait on the request). A refused attempt
+    is not counted as a failure (AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False), so refusals
+    do not push the end of a lock-out further away."""
     count, seconds = _login_rate()
+    wait = int(getattr(request, "login_wait_s", 0) or 0)
+    if wait:
+        reason = getattr(request, "login_wait_reason", "")
+        message = (_("Too many failed sign-ins from your network; please wait %(seconds)d seconds before trying "
+                     "again.") if reason == "address" else
+                   _("Too many failed sign-ins for this account; please wait %(seconds)d seconds before trying "
+                     "again.")) % {"seconds": wait}
+        return too_many_requests(request, Verdict(allowed=False, retry_after=wait), message)
     return too_many_requests(request, Verdict(allowed=False, count=count, limit=count, retry_after=seconds))
 
 

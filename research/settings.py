@@ -177,19 +177,26 @@ CACHES = {
 RATELIMIT_USE_CACHE = "ratelimit"
 
 # Login throttling (django-axes) hooks authenticate() itself: the site login, the admin login and any
-# other path that checks a password count failures per user name and per IP on the same Redis counter
-# as the other limits. LOGIN_RATE "N/window": after N failures within the window, every attempt (the
-# right password included) gets 429 until a window without failures has passed.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# other path that checks a password count failures on the same Redis counter as the other limits.
+# LOGIN_RATE "N/window": after N failures of one user name from one address within the window, that pair
+# (and only that pair) gets 429 until the window has passed; the owner elsewhere still signs in.
+# research.logins slows wider guessing (one address, many names; one name, many addresses) with a
+# growing delay instead of a lock (docs/operations.md, "Sign-in").
+AUTHENTICATION_BACKENDS = ["research.logins.LoginSlowdownBackend", "axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
 AXES_CACHE = "ratelimit"
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # one combined key, never the name or address alone
 AXES_FAILURE_LIMIT = "research.ratelimit.login_failure_limit"
 AXES_COOLOFF_TIME = "research.ratelimit.login_cool_off"
 AXES_LOCKOUT_CALLABLE = "research.ratelimit.login_lockout_response"
 AXES_CLIENT_IP_CALLABLE = "research.ratelimit.client_ip"
 AXES_USERNAME_CALLABLE = "research.ratelimit.login_username"
 AXES_RESET_ON_SUCCESS = False  # a success does not clear the count (as the fixed window before axes)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused attempt does not re-arm the lock-out
+LOGIN_ADDRESS_RATE = env_str("LOGIN_ADDRESS_RATE", "100/h")  # failures from one address before it is slowed
+LOGIN_NAME_RATE = env_str("LOGIN_NAME_RATE", "30/h")  # failures on one name before failing addresses are slowed
+LOGIN_DELAY_MAX_S = env_int("LOGIN_DELAY_MAX_S", 900)  # the growing delay (1, 2, 4, … s) stops growing here
 AXES_VERBOSE = False
 
 CELERY_BROKER_URL = REDIS_URL
@@ -205,7 +212,10 @@ CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 1200)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "agents"
-CELERY_TASK_ROUTES = {"research.jobs.tasks.render_output": {"queue": "render"}}
+# Knowledge-base indexing has its own queue (fair share, issue 34): uploads never wait behind research units,
+# nor research behind a batch of uploads.
+CELERY_TASK_ROUTES = {"research.jobs.tasks.render_output": {"queue": "render"},
+                      "research.knowledge.tasks.document_index": {"queue": "kb"}}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = False
 # Takeover of a dead worker's units (docs/operations.md, "Takeover"): a lease of STEP_LEASE_S renewed every
@@ -232,19 +242,26 @@ JOB_WALL_TIME_S = env_int("JOB_WALL_TIME_S", 3600)
 JOB_TOKEN_BUDGET = env_int("JOB_TOKEN_BUDGET", 2_000_000)
 JOB_REVIEW_TIMEOUT_S = env_int("JOB_REVIEW_TIMEOUT_S", 0)  # 0 = wait forever
 JOB_STEP_CONCURRENCY = env_int("JOB_STEP_CONCURRENCY", 0)  # 0 = unlimited
-JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")
+JOB_CREATE_RATE = env_str("JOB_CREATE_RATE", "30/h")  # cost units (a heavy job with k runs: k) per sliding hour
+# Fair share (research/jobs/fairness.py): per account, jobs running at once and queued+running steps and
+# heavy runs over all its jobs; the rest wait in order. 0 = no cap.
+FAIR_USER_RUNNING_JOBS = env_int("FAIR_USER_RUNNING_JOBS", 3)
+FAIR_USER_RUNNING_UNITS = env_int("FAIR_USER_RUNNING_UNITS", 4)
 API_RATE = env_str("API_RATE", "120/m")  # API requests per token (django-ninja throttle)
 SITE_URL = env_str("SITE_URL", "")  # the app's public address, for links the MCP server returns
-# Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account and per IP.
+# Rate limits (research/ratelimit.py): "N/s|m|h|d" or "N/15m"; counted per account (per IP when signed out).
 RERENDER_RATE = env_str("RERENDER_RATE", "30/h")
 REPORT_EDIT_RATE = env_str("REPORT_EDIT_RATE", "60/h")
 # Report edits and live previews up to this many characters are checked and rendered on the web thread;
 # a longer edit is checked by a worker (research/jobs/services.py: report_edit_submit).
 REPORT_CHECK_INLINE_CHARS = env_int("REPORT_CHECK_INLINE_CHARS", 50_000)
 KB_UPLOAD_RATE = env_str("KB_UPLOAD_RATE", "60/h")
-LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per user name and per IP (django-axes)
+LOGIN_RATE = env_str("LOGIN_RATE", "10/15m")  # failed logins per (user name, IP) pair (django-axes)
 SIGNUP_RATE = env_str("SIGNUP_RATE", "10/h")  # sign-ups per IP
-PREVIEW_RATE = env_str("PREVIEW_RATE", "600/h")  # live report previews per account and per IP
+PREVIEW_RATE = env_str("PREVIEW_RATE", "600/h")  # live report previews per account
+FOLLOWUP_RATE = env_str("FOLLOWUP_RATE", "30/h")  # follow-up questions per account (web, API, MCP)
+# Every other state-changing request (cancel, retry, delete, plan review, sign-out, the admin, …).
+WRITE_RATE = env_str("WRITE_RATE", "600/h")
 RATELIMIT_IP_HEADER = env_str("RATELIMIT_IP_HEADER", "")  # e.g. HTTP_X_REAL_IP behind a trusted proxy
 STEP_MAX_ROUNDS = env_int("STEP_MAX_ROUNDS", 8)
 STEP_TOKEN_BUDGET = env_int("STEP_TOKEN_BUDGET", 200_000)
@@ -291,6 +308,13 @@ KB_MAX_PDF_PAGES = env_int("KB_MAX_PDF_PAGES", 1000)
 KB_MAX_DECOMPRESSED_BYTES = env_int("KB_MAX_DECOMPRESSED_BYTES", 32 * 1024 * 1024)  # page contents, summed
 KB_MAX_TEXT_CHARS = env_int("KB_MAX_TEXT_CHARS", 5_000_000)
 KB_INDEX_TIME_S = env_int("KB_INDEX_TIME_S", 120)
+# Render budgets (research/render/budgets.py): an edit over them is refused with the reason.
+REPORT_MAX_HEADINGS = env_int("REPORT_MAX_HEADINGS", 300)
+REPORT_MAX_TABLE_CELLS = env_int("REPORT_MAX_TABLE_CELLS", 3000)
+# Bytes of documents one account may send to extraction in a sliding hour (per-user budget; each file has its own).
+KB_USER_EXTRACT_BYTES_PER_H = env_int("KB_USER_EXTRACT_BYTES_PER_H", 200 * 1000 * 1000)
+# Documents of one account being extracted at once (the rest wait in order; 0 = no cap).
+KB_USER_INDEXING_AT_ONCE = env_int("KB_USER_INDEXING_AT_ONCE", 2)
 KB_INDEX_MAX_ATTEMPTS = env_int("KB_INDEX_MAX_ATTEMPTS", 2)  # deliveries whose worker was lost
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

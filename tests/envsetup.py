@@ -31,9 +31,15 @@ os.environ.setdefault("LLM_BASE_URL", "http://127.0.0.1:9/v1")
 os.environ.setdefault("STEP_LEASE_S", "4")
 os.environ.setdefault("REAPER_INTERVAL_S", "1")
 os.environ.setdefault("JOB_CREATE_RATE", "1000/h")
+# Fair-share caps off unless a test turns them on (tests/jobs/test_fairness.py): many tests run several
+# jobs of one user at once.
+os.environ.setdefault("FAIR_USER_RUNNING_JOBS", "0")
+os.environ.setdefault("FAIR_USER_RUNNING_UNITS", "0")
+os.environ.setdefault("KB_USER_INDEXING_AT_ONCE", "0")
 # Rate limits count in each process's memory unless a test asks for Redis (tests/security/test_ratelimit.py).
 os.environ.setdefault("RATELIMIT_CACHE_URL", "locmem://")
 for _rate in ("RERENDER_RATE", "REPORT_EDIT_RATE", "KB_UPLOAD_RATE", "LOGIN_RATE", "SIGNUP_RATE",
+              "LOGIN_ADDRESS_RATE", "LOGIN_NAME_RATE", "FOLLOWUP_RATE", "WRITE_RATE",
               "PREVIEW_RATE"):
     os.environ.setdefault(_rate, "1000/m")
 os.environ.setdefault("LLM_MAX_RETRIES", "2")

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from research.api import selectors, services
+from research.ratelimit import ratelimited
 
 
 class TokenCreateForm(forms.Form):
@@ -27,6 +28,7 @@ def _user(request: HttpRequest) -> User:
 
 
 @login_required
+@ratelimited("write", "WRITE_RATE")
 def token_list(request: HttpRequest) -> HttpResponse:
     form = TokenCreateForm(request.POST or None)
     secret = ""
@@ -51,6 +53,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = services.token_revoke(user=_user(request), token_id=token_id)
     messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})

@@ -16,6 +16,7 @@ from research.jobs.models import FollowUp, JobStatus, OutputStatus, ResearchJob
 from research.jobs.options import options_with_stage
 from research.jobs.selectors import job_can
 from research.jobs.services import InvalidAction, job_set_status, report_edit
+from research.ratelimit import ratelimit_account
 
 MAX_ANSWER_CHARS = 1000
 
@@ -65,6 +66,7 @@ def followup_ask(*, job: ResearchJob, question: str) -> FollowUp:
         raise ValidationError(_("A follow-up may have at most %(n)d characters.") % {"n": MAX_FOLLOWUP_CHARS})
     if not job_can(job=job).ask_followup:
         raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    ratelimit_account(user=job.owner, scope="followup", rate_setting="FOLLOWUP_RATE")
     with transaction.atomic():
         number = job_number_next(job_id=job.pk, model=FollowUp)
         followup = FollowUp.objects.create(job=job, number=number, question=question)
@@ -86,6 +88,8 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
     report = report_latest(job=job)
     if report is None:
         raise InvalidAction(_("Follow-up questions can be asked once the report is done."))
+    # A fold saves a version and re-renders every output: it counts as a report edit (issue 34).
+    ratelimit_account(user=job.owner, scope="report_edit", rate_setting="REPORT_EDIT_RATE")
     body = report_in_registry_numbers(job=job, markdown=report.markdown)
     answer = strip_references_section(followup.answer).strip()  # cites registry numbers already
     merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"

@@ -41,6 +41,12 @@ class JobEnginePayload(TypedDict):
 
 
 @with_config(FORBID)
+class JobWaitingPayload(TypedDict):
+    reason: str
+    message: str
+
+
+@with_config(FORBID)
 class JobDonePayload(TypedDict):
     answer: NotRequired[str]
 
@@ -471,6 +477,8 @@ EVENTS: dict[str, EventSpec] = {
     "job.done": EventSpec(JobDonePayload, "The job ended well; `answer` when the coordinator answered directly."),
     "job.failed": EventSpec(ErrorPayload, "The job failed, with the reason shown to the user."),
     "job.cancelling": EventSpec(EmptyPayload, "Cancel was asked while units run; they stop at their next check."),
+    "job.waiting": EventSpec(JobWaitingPayload, "The job waits for one of its owner's running jobs to end (fair "
+                                                "share, `reason` `running_jobs`); `message` says so."),
     "job.research_anyway": EventSpec(AnswerPayload, "The user asked for research after a direct answer."),
     "clarify.asked": EventSpec(ClarifyAskedPayload, "The coordinator asks clarifying questions."),
     "clarify.answered": EventSpec(ClarifyAnsweredPayload, "The user answered them (`[{question, answer}]`) or "

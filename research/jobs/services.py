@@ -22,6 +22,7 @@ from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
+from research.jobs.fairness import job_cost
 from research.jobs.locks import job_number_next
 from research.jobs.models import (
     JobStatus,
@@ -65,6 +66,16 @@ class InvalidAction(Exception):
     """The job is not in a state that allows this."""
 
 
+def job_create_charge(*, user_id: int, cost: int) -> ratelimit.Verdict:
+    """Charge a new job's cost to JOB_CREATE_RATE ("N/h": N cost units in any sliding hour)."""
+    rate = settings.JOB_CREATE_RATE
+    if not rate:
+        return ratelimit.ALLOWED
+    limit, window = (int(x) for x in ratelimit._split_rate(rate))
+    return ratelimit.sliding_window_hit(scope="job_create", key=f"user:{user_id}", limit=limit, window=window,
+                                        cost=cost)
+
+
 def job_create(*, user: User, question: str, options: dict[str, Any]) -> ResearchJob:
     question = question_clean(question)  # no words, or too long: refused before a job exists
     clean = job_options_clean(options)
@@ -75,7 +86,8 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
     if not clean["web"] and clean["kb"] is None:
         raise ValidationError(_("A job without web search needs a knowledge base."))
     # An atomic counter, not a count of rows: parallel posts cannot pass together, deletes free nothing.
-    verdict = ratelimit.ratelimit_hit(scope="job_create", key=f"user:{user.pk}", rate=settings.JOB_CREATE_RATE)
+    # The window slides, and a heavy job with k runs per step counts k (fair share, issue 34).
+    verdict = job_create_charge(user_id=user.pk, cost=job_cost(clean))
     if not verdict.allowed:
         raise RateLimited(
             verdict,
@@ -318,6 +330,19 @@ def report_edit_submit(*, job: ResearchJob, markdown: str) -> ReportVersion | Re
         event_emit(job_id=job.pk, type="report.checking", payload={"check": check.pk, "chars": len(markdown)})
         enqueue_report_edit_check(check.pk)
     return check
+
+
+def report_version_restore(*, job: ResearchJob, number: int) -> ReportVersion | ReportEditCheck | None:
+    """Save version `number` again as the newest one; None (nothing saved, nothing counted, nothing
+    re-rendered) when it already is the newest. Counts as a report edit (REPORT_EDIT_RATE, per account)."""
+    version = job.report_versions.filter(number=number).first()
+    if version is None:
+        raise InvalidAction(_("There is no version %(n)d.") % {"n": number})
+    current = job.report_versions.order_by("-number").first()
+    if current is not None and (current.pk == version.pk or current.markdown == version.markdown):
+        return None
+    ratelimit.ratelimit_account(user=job.owner, scope="report_edit", rate_setting="REPORT_EDIT_RATE")
+    return report_edit_submit(job=job, markdown=version.markdown)
 
 
 def output_rerender(*, job: ResearchJob, kind: str) -> None:

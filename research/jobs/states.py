@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from research.jobs.events import event_emit
+from research.jobs.fairness import RUNNING_STATUSES, jobs_start_waiting
 from research.jobs.models import TERMINAL_STATUSES, JobStatus, ResearchJob
 
 S = JobStatus
@@ -124,6 +125,8 @@ def job_set_status(*, job: ResearchJob, status: str, **fields: Any) -> None:
             event_emit(job_id=job.pk, type="job.failed", payload={"error": job.error or "failed"})
         elif status == JobStatus.DONE:
             event_emit(job_id=job.pk, type="job.done", payload={"answer": job.answer} if job.answer else {})
+        if current in RUNNING_STATUSES and status not in RUNNING_STATUSES:  # fair share: a place is free
+            jobs_start_waiting(job.owner_id)
 
 
 _DRIVERS = {"user": "a person (nothing runs)", "steps": "the step units", "renders": "the render units",

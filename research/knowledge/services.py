@@ -19,9 +19,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from research.jobs.dispatch import enqueue_document_index
+from research.jobs.fairness import owner_lock
 from research.knowledge.extract import CONTENT_TYPES, DocumentRejected, clean_filename, extract_document, precheck
 from research.knowledge.models import Chunk, Collection, Document, DocumentStatus, Posting
 from research.knowledge.text import chunk_text, term_frequencies
+from research.ratelimit import sliding_window_hit
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +110,8 @@ def document_submit(
     filename = clean_filename(filename)
     kind = precheck(filename=filename, data=data)
     existing = Document.objects.filter(collection=collection, sha256=sha256).first()
+    if existing is None or existing.status == DocumentStatus.FAILED:
+        extraction_budget_charge(owner_id=collection.owner_id, size=len(data))
     if existing is not None:
         if existing.status == DocumentStatus.FAILED:
             with transaction.atomic():
@@ -132,6 +136,19 @@ def document_submit(
     return document, True
 
 
+def extraction_budget_charge(*, owner_id: int, size: int) -> None:
+    """Charge a file's bytes to its owner's extraction budget (KB_USER_EXTRACT_BYTES_PER_H over a sliding
+    hour) before anything is stored: one account cannot keep the indexing workers busy for everyone else.
+    Each file also has its own caps (KB_MAX_UPLOAD_BYTES, KB_INDEX_TIME_S, …; research/knowledge/extract.py)."""
+    budget = int(settings.KB_USER_EXTRACT_BYTES_PER_H)
+    verdict = sliding_window_hit(scope="kb_extract", key=f"user:{owner_id}", limit=budget, window=3600, cost=size)
+    if not verdict.allowed:
+        raise DocumentRejected(
+            _("your documents of the last hour used the indexing budget (%(budget)s MB an hour); try this one "
+              "again in %(minutes)d minutes") % {"budget": f"{budget / 1e6:,.0f}",
+                                                 "minutes": max(1, verdict.retry_after // 60)})
+
+
 def _document_fail(*, document_id: int, reason: str) -> None:
     Document.objects.filter(pk=document_id, status=DocumentStatus.INDEXING).update(
         status=DocumentStatus.FAILED, error=reason, data=None)
@@ -144,10 +161,44 @@ def document_index(*, document_id: int) -> None:
     A repeated delivery of a document that already ended is a no-op. A document whose worker was lost
     KB_INDEX_MAX_ATTEMPTS times (e.g. killed at the hard time limit) fails instead of looping.
     """
-    claimed = Document.objects.filter(pk=document_id, status=DocumentStatus.INDEXING).update(
-        attempts=F("attempts") + 1, updated=timezone.now())
+    with transaction.atomic():
+        owner_id = (Document.objects.filter(pk=document_id).values_list("collection__owner_id", flat=True)
+                    .first())
+        if owner_id is None or not _indexing_turn(owner_id=owner_id, document_id=document_id):
+            return  # fair share: sent again when one of the owner's documents ends
+        claimed = Document.objects.filter(pk=document_id, status=DocumentStatus.INDEXING).update(
+            attempts=F("attempts") + 1, updated=timezone.now())
     if not claimed:
         return
+    try:
+        _document_index_claimed(document_id)
+    finally:
+        _indexing_next(owner_id=owner_id)
+
+
+def _indexing_turn(*, owner_id: int, document_id: int) -> bool:
+    """Whether the owner has a free place among KB_USER_INDEXING_AT_ONCE documents being extracted
+    (claimed, still indexing); decided under the owner's lock so two workers cannot both take the last."""
+    cap = int(settings.KB_USER_INDEXING_AT_ONCE)
+    if cap <= 0:
+        return True
+    owner_lock(owner_id)
+    busy = (Document.objects.filter(collection__owner_id=owner_id, status=DocumentStatus.INDEXING, attempts__gt=0)
+            .exclude(pk=document_id).count())
+    return busy < cap
+
+
+def _indexing_next(*, owner_id: int) -> None:
+    """A document of the owner ended: send the oldest of theirs that waits for its turn (never claimed)."""
+    if int(settings.KB_USER_INDEXING_AT_ONCE) <= 0:
+        return
+    waiting = (Document.objects.filter(collection__owner_id=owner_id, status=DocumentStatus.INDEXING, attempts=0)
+               .order_by("pk").values_list("pk", flat=True).first())
+    if waiting is not None:
+        enqueue_document_index(waiting)
+
+
+def _document_index_claimed(document_id: int) -> None:
     document = Document.objects.get(pk=document_id)
     if document.attempts > settings.KB_INDEX_MAX_ATTEMPTS:
         _document_fail(document_id=document_id, reason=_("indexing was interrupted %(n)s times (the worker was lost)")

@@ -39,6 +39,7 @@ def _user(request: HttpRequest) -> User:
 
 
 @login_required
+@ratelimited("write", "WRITE_RATE")
 def collection_list(request: HttpRequest) -> HttpResponse:
     form = CollectionForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -90,6 +91,7 @@ def collection_detail(request: HttpRequest, collection_id: int) -> HttpResponse:
 
 
 @login_required
+@ratelimited("write", "WRITE_RATE")
 def collection_delete(request: HttpRequest, collection_id: int) -> HttpResponse:
     collection = selectors.collection_get_for_user(user=request.user, collection_id=collection_id)
     if request.method == "POST":
@@ -243,6 +245,7 @@ def document_detail(request: HttpRequest, document_id: int) -> HttpResponse:
 
 
 @login_required
+@ratelimited("write", "WRITE_RATE")
 def document_delete(request: HttpRequest, document_id: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, document_id=document_id)
     collection_id = document.collection_id

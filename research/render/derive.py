@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from research import scripts, textre
 from research.agents.citations import find_citation_markers
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
+from research.render.budgets import spoken_line
 from research.render.document import ReportDocument, Section, Sentence, is_aside, parse_report
 from research.render.html import is_reference_heading
 
@@ -437,7 +438,7 @@ def podcast_script(doc: ReportDocument, *, max_sentences: int = PODCAST_SENTENCE
     intro, outro = _t(zh, "Introduction", "开场"), _t(zh, "Wrap-up", "结语")
 
     def say(speaker: str, text: str, section: str) -> None:
-        text = tidy_line(text, zh)
+        text = spoken_line(tidy_line(text, zh))  # render budget: no minutes-long "sentence" (CJK runs too)
         if text and not any(line.text == text for line in lines):
             lines.append(PodcastLine(speaker=speaker, text=text, section=section))  # type: ignore[arg-type]
 

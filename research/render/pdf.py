@@ -167,6 +167,22 @@ def _strip_title_line(markdown: str) -> str:
     return markdown
 
 
+# Each TOC entry's page number (target-counter + leader) costs WeasyPrint more the longer the TOC is: 300
+# entries took 11 s, 12,000 took minutes (issue 34, case 5). The TOC lists the first TOC_MAX_ENTRIES and
+# says how many more sections the report has.
+TOC_MAX_ENTRIES = 60
+
+
+def _toc_capped(items: list[str], locale: str) -> list[str]:
+    """At most TOC_MAX_ENTRIES entries, then one line saying how many are left out."""
+    if len(items) <= TOC_MAX_ENTRIES:
+        return items
+    left = len(items) - TOC_MAX_ENTRIES
+    note = (f"另有 {left} 个小节未列出" if is_chinese(locale)
+            else f"… and {left:,} more sections, not listed (the contents show the first {TOC_MAX_ENTRIES})")
+    return [*items[:TOC_MAX_ENTRIES], f'<li class="l2 toc-more">{html_lib.escape(note)}</li>']
+
+
 def _toc(body_html: str, locale: str) -> str:
     items = []
     for level, anchor, inner in _TOC_HEADING_RE.findall(body_html):
@@ -176,7 +192,7 @@ def _toc(body_html: str, locale: str) -> str:
     if not items:
         return ""
     heading = html_lib.escape(_labels(locale)["contents"])
-    return f'<nav class="toc"><h2>{heading}</h2><ol>{"".join(items)}</ol></nav>'
+    return f'<nav class="toc"><h2>{heading}</h2><ol>{"".join(_toc_capped(items, locale))}</ol></nav>'
 
 
 def build_pdf_html(

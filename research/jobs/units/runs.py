@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from research.agents.citations import strip_citations
 from research.agents.depth import ANCHORED_ENGINES, run_variants, step_runs, variant_from_dict
 from research.agents.types import Engine, Plan, PlanStep, StepResult
+from research.jobs import fairness
 from research.jobs.dispatch import enqueue_run, enqueue_step
 from research.jobs.events import event_emit
 from research.jobs.models import JobStep, ResearchJob, StepRun, StepStatus
@@ -138,6 +139,7 @@ class _Runs(WorkKind[StepRun]):
     def after_end(self, job_id: int, unit: StepRun, *, written: bool) -> None:
         if written:
             _after_run(job_id, unit.step_id)
+        fairness.schedule_others(unit.job.owner_id, except_job=0)  # fair share: a unit slot is free
 
     def send(self, unit: StepRun) -> None:
         enqueue_run(unit.job_id, unit.step.step_id, unit.index)

@@ -21,6 +21,7 @@ from research.agents.citations import finalize_report
 from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
 from research.agents.verify import model_judge, report_check
+from research.jobs import fairness
 from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.dispatch import enqueue_advance
 from research.jobs.events import event_emit
@@ -69,6 +70,13 @@ class _Stages(UnitKind[ResearchJob]):
         job_set_status(job=job, status=JobStatus.FAILED,
                        error=f"The {job.status} stage was interrupted {job.stage_attempts} times "
                              f"(its worker kept dying); giving up.")
+
+    def waiting(self, unit: ResearchJob) -> bool:
+        # Fair share (research/jobs/fairness.py): a queued job starts only within its owner's running-jobs cap.
+        turn = fairness.job_turn(unit)
+        if turn == "start":
+            job_set_status(job=unit, status=JobStatus.COORDINATING)
+        return turn == "wait"
 
     def claim_fields(self, unit: ResearchJob, at: datetime) -> dict[str, Any]:
         return {"started_at": at} if unit.started_at is None else {}

@@ -15,8 +15,10 @@ from django.conf import settings
 from django.db import transaction
 
 from research.agents.citations import strip_citations
+from research.agents.depth import step_runs
 from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import StepResult
+from research.jobs import fairness
 from research.jobs.dispatch import enqueue_advance, enqueue_schedule, enqueue_step
 from research.jobs.events import event_emit, events_emit
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
@@ -73,6 +75,9 @@ def job_schedule(*, job_id: int) -> None:
                             running_ids=[s.step_id for s in steps if s.status != StepStatus.PENDING])
         by_id = {s.step_id: s for s in steps}
         ready_now = [by_id[step_id] for step_id in ready[:slots]]
+        # Fair share: no more than the owner's free unit slots over all their jobs (research/jobs/fairness.py).
+        ready_now = ready_now[:fairness.steps_admitted(job.owner_id, [
+            fairness.unit_cost(step_runs(job.options, s.step_type)) for s in ready_now])]
         heavy = [s for s in ready_now if step_is_heavy(job, s)]
         for s in heavy:  # heavy mode: k parallel runs, then a synthesis (runs.py)
             runs_fan_out(job=job, step=s)
@@ -127,6 +132,7 @@ class _Steps(WorkKind[JobStep]):
 
     def after_end(self, job_id: int, unit: JobStep, *, written: bool) -> None:
         enqueue_schedule(job_id)
+        fairness.schedule_others(unit.job.owner_id, except_job=job_id)  # fair share: a unit slot is free
 
     def send(self, unit: JobStep) -> None:
         enqueue_step(unit.job_id, unit.step_id)

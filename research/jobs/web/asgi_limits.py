@@ -106,3 +106,53 @@ class BodySizeLimitMiddleware:
         await self.app(scope, limited_receive, guarded_send)
         if too_large and not started:
             await _send_413(send, limit)
+
+
+# --- daphne: cap the body before Twisted spools it ---------------------------------------------------------
+# daphne (Twisted) reads a whole request body into a temporary file before it calls the ASGI app at all, so
+# the middleware above runs only once a 500 MB body is already on disk (issue 34, case 6). These hooks
+# count the bytes as Twisted receives them: past body_limit(path) (declared or streamed) the rest is read
+# and dropped, nothing more is stored, and the request is answered 413 without reaching the app. Reading
+# to the end (rather than closing at once) lets every client see the 413 instead of a reset connection;
+# in the compose shape the proxy in front refuses such bodies before they reach daphne at all.
+
+
+def install_daphne_body_cap() -> bool:
+    """Patch daphne's request class (once; a no-op where daphne is not installed). Returns whether it is."""
+    try:
+        from daphne.http_protocol import WebRequest
+    except ImportError:
+        return False
+    if getattr(WebRequest, "_body_cap", False):
+        return True
+    got_length = WebRequest.gotLength
+    content_chunk = WebRequest.handleContentChunk
+    process = WebRequest.process
+
+    def capped_got_length(self: Any, length: int | None) -> None:
+        path = getattr(self.channel, "_path", b"/").split(b"?", 1)[0].decode("latin-1")
+        self._body_limit, self._body_seen = body_limit(path), 0
+        self._body_refused = length is not None and length > self._body_limit
+        got_length(self, 0 if self._body_refused else length)  # a refused body gets an empty in-memory buffer
+
+    def capped_content_chunk(self: Any, data: bytes) -> None:
+        self._body_seen = getattr(self, "_body_seen", 0) + len(data)
+        if self._body_seen > getattr(self, "_body_limit", self._body_seen):
+            self._body_refused = True
+        if not getattr(self, "_body_refused", False):
+            content_chunk(self, data)
+
+    def capped_process(self: Any) -> Any:
+        if not getattr(self, "_body_refused", False):
+            return process(self)
+        body = f"Request body too large: the limit for this URL is {self._body_limit:,} bytes.\n".encode()
+        self.handle_reply({"type": "http.response.start", "status": 413,
+                           "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]})
+        self.handle_reply({"type": "http.response.body", "body": body})
+        return None
+
+    WebRequest.gotLength = capped_got_length  # type: ignore[method-assign]
+    WebRequest.handleContentChunk = capped_content_chunk  # type: ignore[method-assign]
+    WebRequest.process = capped_process  # type: ignore[method-assign]
+    WebRequest._body_cap = True  # type: ignore[attr-defined]
+    return True

@@ -14,10 +14,12 @@ from research.agents.types import MAX_CLARIFY_QUESTIONS
 from research.errors import error_text
 from research.jobs import conversation, selectors
 from research.jobs.services import InvalidAction
+from research.ratelimit import limited_in_service, ratelimited
 
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_clarify(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     answers = [request.POST.get(f"answer_{i}", "") for i in range(MAX_CLARIFY_QUESTIONS)]
@@ -32,6 +34,7 @@ def job_clarify(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_research_anyway(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     try:
@@ -43,6 +46,7 @@ def job_research_anyway(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@limited_in_service("FOLLOWUP_RATE")  # conversation.followup_ask counts per account
 def job_followup(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     try:
@@ -55,6 +59,7 @@ def job_followup(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@limited_in_service("REPORT_EDIT_RATE")  # folding makes a new version, as an edit
 def job_followup_fold(request: HttpRequest, job_id: int, number: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     try:

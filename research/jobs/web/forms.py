@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
 from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
+from research.render.budgets import over_budget
 from research.render.formats import output_formats
 
 STYLE_CHOICES = [
@@ -279,6 +280,9 @@ def plan_rows_apply(rows: list[dict[str, Any]], op: str) -> list[dict[str, Any]]
 MAX_REPORT_BRACKETS = 10_000
 # Emphasis markers cost it ~20 µs each (linear, but 300,000 of them are 13x a plain report of the same size).
 MAX_REPORT_EMPHASIS = 20_000
+# So does each "<" (the inline HTML and autolink rules, then the raw-tag scan): a 1M-character edit of
+# unclosed tags took 15x plain prose (issue 34's parser bench); a report has a handful.
+MAX_REPORT_ANGLES = 25_000  # "<http://" x 25,000 (an edit of issue #25, linear since) still passes
 
 
 def report_markdown_problem(markdown: str) -> str:
@@ -287,11 +291,30 @@ def report_markdown_problem(markdown: str) -> str:
     if count > MAX_REPORT_BRACKETS:
         return str(_("The report has %(n)d “[” characters; at most %(max)d are accepted.")
                    % {"n": count, "max": MAX_REPORT_BRACKETS})
+    count = markdown.count("<")
+    if count > MAX_REPORT_ANGLES:
+        return str(_("The report has %(n)d “<” characters; at most %(max)d are accepted.")
+                   % {"n": count, "max": MAX_REPORT_ANGLES})
     count = markdown.count("*") + markdown.count("_")
     if count > MAX_REPORT_EMPHASIS:
         return str(_("The report has %(n)d “*” and “_” characters; at most %(max)d are accepted.")
                    % {"n": count, "max": MAX_REPORT_EMPHASIS})
-    return ""
+    return render_budget_problem(markdown)  # headings and table cells (issue 34: render cost bounded)
+
+
+def render_budget_problem(markdown: str) -> str:
+    """Why rendering this report would cost too much (REPORT_MAX_HEADINGS, REPORT_MAX_TABLE_CELLS), or ""."""
+    max_headings, max_cells = int(settings.REPORT_MAX_HEADINGS), int(settings.REPORT_MAX_TABLE_CELLS)
+    over = over_budget(markdown, max_headings=max_headings, max_cells=max_cells)
+    if over is None:
+        return ""
+    what, count = over
+    if what == "headings":
+        return str(_("The report has %(n)s or more headings; at most %(max)s can be rendered (each one costs the PDF "
+                     "and slides a page break's worth of layout). Merge some sections.")
+                   % {"n": f"{count:,}", "max": f"{max_headings:,}"})
+    return str(_("The report's tables have %(n)s or more cells; at most %(max)s can be rendered. Shorten the "
+                 "tables or link to the full data instead.") % {"n": f"{count:,}", "max": f"{max_cells:,}"})
 
 
 class ReportEditForm(forms.Form):

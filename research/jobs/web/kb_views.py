@@ -27,6 +27,7 @@ def _user(request: HttpRequest) -> User:
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_kb_attach(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     try:

@@ -4,14 +4,16 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from research.jobs.web import conversation_views, kb_views, views
+from research.ratelimit import limited_in_service, ratelimited
 
 urlpatterns = [
     # Failed logins are throttled by django-axes in authenticate() itself (research/settings.py AXES_*).
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", limited_in_service("LOGIN_RATE")(auth_views.LoginView.as_view()), name="login"),
+    path("accounts/logout/", ratelimited("write", "WRITE_RATE")(auth_views.LogoutView.as_view()), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("", views.job_list, name="job_list"),
-    path("jobs/", login_required(RedirectView.as_view(pattern_name="job_list"))),  # the list lives at /
+    # The job list lives at /; /jobs/ leads there (GET only: a POST is no write).
+    path("jobs/", login_required(RedirectView.as_view(pattern_name="job_list", http_method_names=["get", "head"]))),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:job_id>/kb/", kb_views.job_kb_attach, name="job_kb_attach"),
     path("jobs/<int:job_id>/kb/upload/", kb_views.job_kb_upload, name="job_kb_upload"),

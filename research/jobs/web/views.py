@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from research.agents.depth import DEFAULT_RUNS
 from research.agents.types import Plan
 from research.errors import error_text
-from research.jobs import selectors, services, storage
+from research.jobs import fairness, selectors, services, storage
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
 from research.jobs.questions import MAX_QUESTION_CHARS
 from research.jobs.search_check import search_check_errors, search_check_latest, web_probe_cached
@@ -39,7 +39,7 @@ from research.jobs.web.forms import (
     report_markdown_problem,
 )
 from research.jobs.web.media import job_media
-from research.ratelimit import ratelimited
+from research.ratelimit import limited_in_service, ratelimited
 from research.render.formats import artifact_file, output_formats
 from research.render.html import markdown_to_html, report_html_cached
 
@@ -91,6 +91,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@limited_in_service("JOB_CREATE_RATE")  # services.job_create counts per account
 def job_new(request: HttpRequest) -> HttpResponse:
     collections = _collections(request.user)
     initial: dict[str, Any] = {}
@@ -222,6 +223,7 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
         "media": job_media(job=job),
         "downloads": _downloads(job),
         "rendered_seq": rendered_seq,
+        "wait_text": fairness.job_wait_text(job),  # "3 of your jobs are running; this one starts when one ends."
     }
     if job.status == JobStatus.AWAITING_REVIEW and "formset" not in extra:
         ctx.update(_plan_forms(job))
@@ -281,6 +283,7 @@ def job_events(request: HttpRequest, job_id: int) -> JsonResponse:
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_plan(request: HttpRequest, job_id: int) -> HttpResponse:
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
     op = request.POST.get("op", "")
@@ -355,18 +358,21 @@ def _job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     return _job_action(request, job_id, "cancel")
 
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
     return _job_action(request, job_id, "retry")
 
 
 @login_required
 @require_POST
+@ratelimited("write", "WRITE_RATE")
 def job_delete(request: HttpRequest, job_id: int) -> HttpResponse:
     return _job_action(request, job_id, "delete")
 
@@ -455,6 +461,7 @@ def _preview_html(job: ResearchJob, markdown: str) -> str:
 
 
 @login_required
+@limited_in_service("REPORT_EDIT_RATE")  # restore counts as an edit (services.report_version_restore)
 def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpResponse:
     """Open an old report version, compare it with the current one, or restore it (POST)."""
     job = selectors.job_get_for_user(user=request.user, job_id=job_id)
@@ -464,11 +471,13 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
         raise Http404("No such version")
     if request.method == "POST":
         try:
-            saved = services.report_edit_submit(job=job, markdown=version.markdown)
+            saved = services.report_version_restore(job=job, number=number)
         except (services.InvalidAction, ValidationError) as exc:
             messages.error(request, error_text(exc))
         else:
-            if isinstance(saved, ReportEditCheck):
+            if saved is None:
+                messages.info(request, _("v%(n)s is the current version; nothing changed.") % {"n": number})
+            elif isinstance(saved, ReportEditCheck):
                 messages.info(request, _background_check_text(len(saved.markdown)))
                 return redirect("job_detail", job_id=job.pk)
             text = (_("Restored v%(n)s as a new version; the outputs are being re-rendered.") if job.renders.exists()
