@@ -4,7 +4,7 @@
 FROM python:3.11.7-slim-bookworm AS app
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DJANGO_SETTINGS_MODULE=research.settings
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      espeak-ng flite ffmpeg poppler-utils fonts-noto-cjk fonts-dejavu-core fonts-dejavu-extra bubblewrap \
+      espeak-ng flite ffmpeg poppler-utils fonts-noto-cjk fonts-noto-color-emoji fonts-dejavu-core fonts-dejavu-extra bubblewrap \
       libseccomp2 libpango-1.0-0 libpangoft2-1.0-0 util-linux \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app

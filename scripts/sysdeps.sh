@@ -1,7 +1,7 @@
 #!/bin/sh
 # Debian packages the app needs. Installs them when run as root with apt; otherwise lists what is missing.
 set -eu
-PKGS="redis-server postgresql docker-compose chromium espeak-ng flite ffmpeg poppler-utils fonts-noto-cjk bubblewrap libseccomp2 libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core fonts-dejavu-extra libreoffice-impress"
+PKGS="redis-server postgresql docker-compose chromium espeak-ng flite ffmpeg poppler-utils fonts-noto-cjk fonts-noto-color-emoji bubblewrap libseccomp2 libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core fonts-dejavu-extra libreoffice-impress"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

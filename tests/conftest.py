@@ -81,8 +81,16 @@ from tests.support.procs import AsgiServer, RedisServer, WorkerProcess, base_env
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> Iterator[None]:
-    """With TEST_DATABASE=postgres, a private PostgreSQL is up before pytest-django creates the test database."""
+    """With TEST_DATABASE=postgres, a private PostgreSQL is up before pytest-django creates the test database.
+
+    Under pytest-xdist (make test-fast) each worker's test database carries a suffix (`_gw0`); the processes
+    a test starts (manage.py commands, workers) are pointed at that worker's database, not the plain name."""
+    from django.conf import settings
+
+    test_name = settings.DATABASES["default"].get("TEST", {}).get("NAME")
     if os.environ.get("TEST_DATABASE", "sqlite") != "postgres":
+        if test_name:
+            os.environ["TEST_CHILD_DATABASE_URL"] = f"sqlite:///{test_name}"
         yield
         return
     from pathlib import Path

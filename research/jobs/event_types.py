@@ -90,11 +90,12 @@ class ProviderErrorFields(TypedDict):
 
 @with_config(FORBID)
 class SearchCheckedPayload(TypedDict):
-    ok: bool
+    ok: bool  # something can be searched: a web provider answered, or a knowledge base is attached
     reasons: list[list[str]]
     errors: NotRequired[list[ProviderErrorFields]]
     kb: bool
     web: bool
+    web_ok: NotRequired[bool]  # a web provider answered (issue 33; absent from events written before)
 
 
 # --- the plan --------------------------------------------------------------------------------
@@ -482,8 +483,10 @@ EVENTS: dict[str, EventSpec] = {
     "clarify.asked": EventSpec(ClarifyAskedPayload, "The coordinator asks clarifying questions."),
     "clarify.answered": EventSpec(ClarifyAnsweredPayload, "The user answered them (`[{question, answer}]`) or "
                                                           "skipped them."),
-    "search.checked": EventSpec(SearchCheckedPayload, "Whether web search answered when the plan was made "
-                                                      "(`reasons`: `[provider, message]` pairs; `errors`: each "
+    "search.checked": EventSpec(SearchCheckedPayload, "Whether anything can be searched when the plan is made "
+                                                      "or a knowledge base is attached (`ok`; `web_ok`: a web "
+                                                      "provider answered; `kb`: a knowledge base is attached; "
+                                                      "`reasons`: `[provider, message]` pairs; `errors`: each "
                                                       "provider's typed failure: `provider`, `label`, `kind`, "
                                                       "`status`, `message`); the plan form warns when not."),
     "plan.ready": EventSpec(PlanVersionPayload, "The planner wrote a plan version."),

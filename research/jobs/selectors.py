@@ -242,6 +242,17 @@ def report_unknown_citations(*, job: ResearchJob, markdown: str) -> list[int]:
     return [n for n in citation_numbers(strip_references_section(markdown)) if n not in known]
 
 
+def report_citable_numbers(*, job: ResearchJob, markdown: str) -> list[int]:
+    """The [n] an edited report may cite: its own references list's numbers when it has one, else the
+    registry's (the same resolution as report_unknown_citations), sorted."""
+    from research.agents.types import SourceRef
+    from research.agents.verify import citation_targets
+
+    sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
+               for s in job.sources.order_by("number")]
+    return sorted(citation_targets(markdown, sources))
+
+
 def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[tuple[str, str]]:
     """A unified line diff as (kind, line) pairs: kind is add, del, hunk or same."""
     import difflib

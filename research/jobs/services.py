@@ -35,6 +35,7 @@ from research.jobs.models import (
     StepStatus,
 )
 from research.jobs.options import ENGINES, depth_options_clean, job_options_clean, options_with_stage
+from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
 from research.jobs.selectors import job_can, report_seen_references
 from research.jobs.states import InvalidTransition, job_set_status
 from research.render.formats import rendered_kinds
@@ -45,12 +46,12 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ENGINES", "MAX_QUESTION_CHARS", "CounterUnavailable", "InvalidAction", "InvalidTransition",
     "RateLimited",
-    "StalePlan", "job_cancel", "job_create", "job_delete", "job_options_clean", "job_retry", "job_set_status",
+    "StalePlan", "job_cancel", "job_create", "job_delete", "job_kb_attach", "job_options_clean", "job_retry",
+    "job_set_status",
     "output_rerender", "plan_start", "plan_submit", "plan_version_create", "renders_queue", "report_edit",
     "report_edit_checked", "report_edit_save", "report_edit_submit", "report_version_create",
 ]
 
-MAX_QUESTION_CHARS = 4000
 REPORT_MAX_CHARS = 500_000  # what the edit form accepts; the checked text must fit it too
 
 
@@ -77,14 +78,7 @@ def job_create_charge(*, user_id: int, cost: int) -> ratelimit.Verdict:
 
 
 def job_create(*, user: User, question: str, options: dict[str, Any]) -> ResearchJob:
-    question = (question or "").strip()
-    if not question:
-        raise ValidationError(_("Please type a question."))
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ValidationError(
-            _("The question is too long (%(n)d characters; the limit is %(limit)d).")
-            % {"n": len(question), "limit": MAX_QUESTION_CHARS}
-        )
+    question = question_clean(question)  # no words, or too long: refused before a job exists
     clean = job_options_clean(options)
     if clean["kb"] is not None:
         from research.knowledge.selectors import collection_get_for_user
@@ -115,6 +109,26 @@ def job_create(*, user: User, question: str, options: dict[str, Any]) -> Researc
         event_emit(job_id=job.pk, type="job.status", payload={"status": JobStatus.QUEUED})
         enqueue_advance(job.pk)
     return job
+
+
+def job_kb_attach(*, job: ResearchJob, collection_id: int) -> None:
+    """Attach one of the owner's knowledge bases to a job whose plan waits for review (or that is planning).
+
+    The plan page offers this when nothing else can be searched; the steps read the job's options when
+    they run, so the research that follows searches it.
+    """
+    from research.jobs.search_check import search_check_kb_attached
+    from research.knowledge.selectors import collection_get_for_user
+
+    collection_get_for_user(user=job.owner, collection_id=collection_id)  # 404 for another user's
+    with transaction.atomic():
+        job = ResearchJob.objects.select_for_update().get(pk=job.pk)
+        if job.status not in (JobStatus.AWAITING_REVIEW, JobStatus.QUEUED, JobStatus.COORDINATING,
+                              JobStatus.INVESTIGATING, JobStatus.PLANNING):
+            raise InvalidAction(_("A knowledge base can only be attached before the research starts."))
+        job.options = {**job.options, "kb": collection_id}
+        job.save(update_fields=["options"])
+        search_check_kb_attached(job=job)
 
 
 def job_cancel(*, job: ResearchJob) -> None:

@@ -5,6 +5,7 @@ from research.knowledge import views
 app_name = "knowledge"
 urlpatterns = [
     path("", views.collection_list, name="collection_list"),
+    path("upload/", views.document_upload_quick, name="document_upload_quick"),
     path("<int:collection_id>/", views.collection_detail, name="collection_detail"),
     path("<int:collection_id>/upload/", views.document_upload, name="document_upload"),
     path("<int:collection_id>/statuses/", views.collection_statuses, name="collection_statuses"),

@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from research.knowledge import selectors, services
@@ -25,6 +26,8 @@ from research.knowledge.models import Collection
 from research.knowledge.uploads import MAX_FILES_PER_UPLOAD, KBUploadLimitHandler, per_file_limit, request_limit
 from research.ratelimit import ratelimited
 
+# The knowledge base a file uploaded from the new-job or plan page goes into.
+QUICK_COLLECTION = gettext_lazy("My documents")
 # Longer texts are cut on the page (the full text stays indexed and in the admin).
 DOCUMENT_TEXT_PREVIEW_CHARS = 200_000
 
@@ -130,30 +133,57 @@ def collection_detail_url(collection_id: int) -> str:
 @ratelimited("kb_upload", "KB_UPLOAD_RATE")
 def document_upload(request: HttpRequest, collection_id: int) -> HttpResponse:
     collection = selectors.collection_get_for_user(user=request.user, collection_id=collection_id)
+    return upload_into(request, collection=collection)
+
+
+def upload_into(request: HttpRequest, *, collection: Collection, done_url: str | None = None) -> HttpResponse:
+    """Add the posted files to `collection`, then redirect to done_url (default: the collection's page).
+
+    Shared with the new-job and plan pages (upload a file right there). The caller must be csrf_exempt:
+    CSRF is checked by _upload, after the size-capping handler is installed.
+    """
     if request.method != "POST":
-        return redirect(collection_detail_url(collection.pk))
+        return redirect(done_url or collection_detail_url(collection.pk))
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
+    refusal, status = "", 200
     if declared <= 0:
         # Without a length Django would not parse the body at all; say why instead of "no file".
-        messages.error(request, _("Upload refused: the request had no Content-Length."))
-        return _render_detail(request, collection, status=411)
-    if declared > request_limit():
-        messages.error(
-            request,
+        refusal, status = _("Upload refused: the request had no Content-Length."), 411
+    elif declared > request_limit():
+        refusal, status = (
             _("Upload refused: %(size)s bytes is more than one upload may carry (%(limit)s bytes).")
             % {"size": f"{declared:,}", "limit": f"{request_limit():,}"},
+            413,
         )
-        return _render_detail(request, collection, status=413)
+    if refusal:
+        messages.error(request, refusal)
+        return redirect(done_url) if done_url else _render_detail(request, collection, status=status)
     handler = KBUploadLimitHandler(request)
     request.upload_handlers.insert(0, handler)
-    return _upload(request, collection=collection, handler=handler)
+    return _upload(request, collection=collection, handler=handler,
+                   done_url=done_url or collection_detail_url(collection.pk))
+
+
+@csrf_exempt
+@login_required
+@ratelimited("kb_upload", "KB_UPLOAD_RATE")
+def document_upload_quick(request: HttpRequest) -> HttpResponse:
+    """Upload into the user's "My documents" knowledge base (made on first use), from the new-job page.
+
+    Back on that page the knowledge base is chosen for the job (?kb=ID).
+    """
+    if request.method != "POST":
+        return redirect("job_new")
+    collection, _created = services.collection_get_or_create(owner=_user(request), name=str(QUICK_COLLECTION))
+    return upload_into(request, collection=collection, done_url=f"{reverse('job_new')}?kb={collection.pk}")
 
 
 @csrf_protect
-def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLimitHandler) -> HttpResponse:
+def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLimitHandler,
+            done_url: str) -> HttpResponse:
     # Parse the body now (the CSRF check may not have), so the handler has seen every file.
     form = UploadForm(request.POST, request.FILES)
     limit = f"{per_file_limit():,}"
@@ -163,17 +193,17 @@ def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLi
         )
     if handler.aborted:
         messages.error(request, _("Upload refused: the files together are too large."))
-        return redirect(collection_detail_url(collection.pk))
+        return redirect(done_url)
     if not form.is_valid():
         if not handler.too_large:
             for errors in form.errors.values():
                 for error in errors:
                     messages.error(request, str(error))
-        return redirect(collection_detail_url(collection.pk))
+        return redirect(done_url)
     files = form.cleaned_data["files"]
     if len(files) > MAX_FILES_PER_UPLOAD:
         messages.error(request, _("Upload at most %(n)s files at a time.") % {"n": MAX_FILES_PER_UPLOAD})
-        return redirect(collection_detail_url(collection.pk))
+        return redirect(done_url)
 
     def read_files() -> Iterator[tuple[str, bytes, str]]:
         # One file in memory at a time; each is already capped by the handler.
@@ -187,14 +217,15 @@ def _upload(request: HttpRequest, *, collection: Collection, handler: KBUploadLi
                 request, _("%(file)s: rejected: %(reason)s") % {"file": result.filename, "reason": result.error}
             )
         elif result.created:
-            messages.success(request, _("%(file)s: added; indexing…") % {"file": result.filename})
+            messages.success(request, _("%(file)s: added; indexing…") % {"file": result.filename},
+                             extra_tags="kb-indexing")  # removed by kb_status.js once indexed
         else:
             messages.info(
                 request,
                 _("%(file)s: already present as “%(title)s”.")
                 % {"file": result.filename, "title": result.document.title},
             )
-    return redirect(collection_detail_url(collection.pk))
+    return redirect(done_url)
 
 
 @login_required

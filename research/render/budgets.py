@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from research.report.markdown import parser
+from research.scripts import WIDE, in_ranges
 
 SPOKEN_LINE_MAX_CHARS = 600  # about 40 s of speech in English, 2 min in Chinese
 
@@ -72,10 +73,6 @@ def over_budget(markdown: str, *, max_headings: int, max_cells: int) -> tuple[st
         size *= 4
 
 
-def _is_cjk(char: str) -> bool:
-    return "\u3000" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
-
-
 def spoken_line(text: str, limit: int = SPOKEN_LINE_MAX_CHARS) -> str:
     """`text` cut to at most `limit` characters for one spoken podcast line, ending with "…" when cut.
 
@@ -84,6 +81,6 @@ def spoken_line(text: str, limit: int = SPOKEN_LINE_MAX_CHARS) -> str:
         return text
     head = text[: limit - 1]
     blank = head.rfind(" ")
-    if blank > limit // 2 and not _is_cjk(head[-1]):
+    if blank > limit // 2 and not in_ranges(head[-1], WIDE):
         head = head[:blank]
     return head.rstrip(" ,;:，；：、") + "…"

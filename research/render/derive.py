@@ -375,6 +375,14 @@ _OPENING_ZH = "我们先看整体情况。"
 _SUMMARY_TITLES = textre.compile(r"^(?:summary|executive summary|key findings|overview|introduction|abstract|"
                              r"摘要|概述|概要|主要发现|核心发现|要点|引言)$", textre.I)  # fmt: skip
 _LAST_ZH = "最后，我们来看“{t}”。"
+# A first section that answers the question is asked for as such (issue 33).
+_ANSWER_TITLES = frozenset(("answer", "the answer", "short answer", "答案", "简短回答", "结论"))
+
+
+def _is_question(text: str, title: str) -> bool:
+    """A sentence that asks (or repeats the report's title): no hook for the intro."""
+    plain = tidy_line(text, False).strip("*_ ")
+    return plain.endswith(("?", "？")) or plain.rstrip("。.") == title.rstrip("?？。.")
 # Lead-ins for a content sentence; each used at most once, after that the sentence stands alone.
 _LEADS_EN = ("Right, and ", "On top of that, ", "Also worth noting: ", "And here's a detail: ", "Meanwhile, ",
              "At the same time, ", "One more point: ", "Add to that: ")  # fmt: skip
@@ -443,10 +451,11 @@ def podcast_script(doc: ReportDocument, *, max_sentences: int = PODCAST_SENTENCE
     say("host", welcome, intro)
     hook: list[Sentence] = []
     if sections:
-        # The hook: the lead paragraph (up to two sentences) or else the first sentence of the first section.
+        # The hook: the lead paragraph (up to two sentences) or else the first sentence of the first section;
+        # never a question (an "Answer" section opens with the question asked, the short version is its answer).
         take = 2 if not sections[0][0].title else 1
-        hook = sections[0][1][:take]
-        sections[0] = (sections[0][0], sections[0][1][take:])
+        hook = [x for x in sections[0][1] if not _is_question(x.text, title)][:take]
+        sections[0] = (sections[0][0], [x for x in sections[0][1] if all(x is not h for h in hook)])
     if hook:
         say("guest", _t(zh, "Here's the short version: ", "先说结论：") + _join([s.text for s in hook]), intro)
     else:
@@ -459,7 +468,10 @@ def podcast_script(doc: ReportDocument, *, max_sentences: int = PODCAST_SENTENCE
     for number, (section, sentences) in enumerate(sections):
         name = section.title or _t(zh, "Overview", "概述")
         phrase = _title_phrase(name, zh)
-        if number == 0 and _SUMMARY_TITLES.match(name.strip()):
+        if number == 0 and name.strip().lower() in _ANSWER_TITLES:  # not "Let's start with answer"
+            ask = _t(zh, "So, what's the answer?", "那么，答案是什么？")
+            transitions.pop(0)
+        elif number == 0 and _SUMMARY_TITLES.match(name.strip()):
             ask = _OPENING_ZH if zh else _OPENING_EN
             transitions.pop(0)  # "Let's start with …" would repeat the opening
         elif number == len(sections) - 1 and number > 0:

@@ -55,11 +55,16 @@
     artifact_started: "Making the {kind}", artifact_ready: "File ready: {name}",
     artifact_failed: "The {kind} could not be made", job_failed: "The job failed", job_done: "Done",
     search_ok: "Web search is reachable", search_down: "No web search provider could be reached",
+    search_kb_only: "Web search is off: the research searches the knowledge base alone",
+    search_failed: "“{title}”: the search failed", job_cancelling: "Cancelling…",
+    followup_asked: "Follow-up {number} asked", followup_done: "Follow-up {number} answered",
+    followup_failed: "Follow-up {number} could not be answered",
+    search_kb_fallback: "No web search provider could be reached: the research searches the knowledge base alone",
+    search_none: "Web search is off and no knowledge base is attached: nothing can be searched",
     conn_live: "live", conn_forbidden: "not allowed", conn_reconnecting: "reconnecting…",
     queries: "Searches", sources: "Sources found", pages: "Pages read", code_title: "Code run", finding: "Finding",
     results: "{count} results", lines: "{lines} lines", exit: "exit code {code}", unreadable: "could not read",
     queued: "waiting", running: "running", done: "done", failed: "failed", cancelled: "cancelled",
-    other: "other activity",
     run_label: "Run {n}", run_queued: "“{title}”: run {n} is waiting ({emphasis})",
     run_started: "“{title}”: run {n} started", run_completed: "“{title}”: run {n} finished",
     run_failed: "“{title}”: run {n} failed", run_cancelled: "“{title}”: run {n} was cancelled",
@@ -103,6 +108,19 @@
     return node;
   }
 
+  function pageLocale() {
+    const lang = document.documentElement.lang || "";
+    try { return Intl.DateTimeFormat.supportedLocalesOf([lang]).length ? lang : undefined; } catch (e) { return undefined; }
+  }
+
+  // True of this job: "reachable" only when a web provider answered (events before issue 33 have no web_ok).
+  function searchText(p) {
+    const webOk = p.web_ok === undefined ? (p.ok && p.web !== false && !p.kb) : p.web_ok;
+    if (p.web === false) return p.kb ? t("search_kb_only") : t("search_none");
+    if (webOk) return t("search_ok");
+    return p.kb ? t("search_kb_fallback") : t("search_down");
+  }
+
   function describe(ev) {
     const p = ev.payload || {};
     const v = Object.assign({}, p, {title: titleOf(p.step)});
@@ -112,7 +130,7 @@
       case "plan.ready": return t("plan_ready", {version: p.version, title: (p.plan && p.plan.title) || ""});
       case "plan.updated": return t("plan_updated", {version: p.version, author: label("authors", p.author)});
       case "plan.accepted": return t("plan_accepted", p);
-      case "search.checked": return p.ok ? t("search_ok") : t("search_down");
+      case "search.checked": return searchText(p);
       case "step.queued": return t("step_queued", v);
       case "run.queued": case "run.started": case "run.completed": case "run.failed": case "run.cancelled":
       case "run.requeued":
@@ -132,7 +150,8 @@
           case "provider_error": return t("provider_error", {provider: p.label || p.provider});
           case "background_failed": return t("background_failed");
           case "synthesis": return t("synthesis", v) + (p.lost ? " " + t("synthesis_lost", p) : "");
-          default: return t("other");
+          case "search_failed": return t("search_failed", v);
+          default: return "";  // an activity with no words for it is not listed as "other activity"
         }
       case "source.added": return t("source_added", {number: p.number, title: p.title || host(p.url), host: host(p.url)});
       case "step.completed": return t("step_completed", v);
@@ -150,7 +169,11 @@
       case "artifact.failed": return t("artifact_failed", {kind: label("outputs", p.kind)});
       case "job.failed": return t("job_failed");
       case "job.done": return t("job_done");
-      default: return t("other");
+      case "job.cancelling": return t("job_cancelling");
+      case "followup.asked": return t("followup_asked", p);
+      case "followup.done": return t("followup_done", p);
+      case "followup.failed": return t("followup_failed", p);
+      default: return "";
     }
   }
 
@@ -158,12 +181,15 @@
   function nearBottom() { return timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 40; }
 
   function addEntry(ev) {
+    const text = describe(ev);
+    if (!text) return;
     const follow = nearBottom();
     const li = el("li", "ev ev-" + ev.type.replace(/\./g, "-"));
     li.dataset.seq = String(ev.seq);
-    const time = el("time", "", new Date(ev.ts * 1000).toLocaleTimeString());
+    // In the page's language (zh-hans: 上午9:36:07), not the browser's.
+    const time = el("time", "", new Date(ev.ts * 1000).toLocaleTimeString(pageLocale()));
     li.appendChild(time);
-    li.appendChild(el("span", "", " " + describe(ev)));
+    li.appendChild(el("span", "", " " + text));
     timeline.appendChild(li);
     if (follow) timeline.scrollTop = timeline.scrollHeight;
   }
@@ -179,6 +205,10 @@
       card.sections[key] = list;
     }
     return card.sections[key];
+  }
+
+  function clearError(card) {
+    Array.prototype.forEach.call(card.body.querySelectorAll(".card-error"), function (box) { box.remove(); });
   }
 
   function cardFor(step) {
@@ -301,7 +331,7 @@
     if (ev.type.indexOf("run.") === 0) return;
     if (ev.type === "step.queued") setState(card, p.synthesis ? "synthesizing" : "queued");
     else if (ev.type === "step.synthesizing") setState(card, "synthesizing");
-    else if (ev.type === "step.started") setState(card, "running");
+    else if (ev.type === "step.started") { setState(card, "running"); clearError(card); }
     else if (ev.type === "step.cancelled") setState(card, "cancelled");
     else if (ev.type === "step.requeued") setState(card, "queued");
     else if (ev.type === "step.completed") {
@@ -315,6 +345,7 @@
       }
     } else if (ev.type === "step.failed") {
       setState(card, "failed");
+      clearError(card);  // a retry that fails again replaces the old "failed" entry
       const box = el("details", "card-error");
       box.appendChild(el("summary", "", t("failed")));
       box.appendChild(el("code", "", p.error || ""));
@@ -444,7 +475,11 @@
     updateCard(ev);
     addEntry(ev);
     if (ev.seq <= renderedSeq) return;  // the page already shows this state
-    if (ev.type === "job.status") root.dataset.status = ev.payload.status;
+    if (ev.type === "job.status") {
+      root.dataset.status = ev.payload.status;
+      // "Plan accepted; research is starting", "revising the plan": true when shown, stale once the state moves.
+      Array.prototype.forEach.call(document.querySelectorAll(".messages li"), function (li) { li.remove(); });
+    }
     if (ev.type === "plan.updated" || ev.type === "plan.ready") {
       const editor = document.getElementById("plan-editor");
       const stale = document.getElementById("plan-stale");

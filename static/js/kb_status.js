@@ -25,13 +25,17 @@
     }
   }
 
+  // "x.md: added; indexing…" is out of date once nothing is indexing any more.
+  const clearIndexingFlash = () => document.querySelectorAll(".messages li.kb-indexing").forEach((li) => li.remove());
+
   async function poll() {
-    if (!pending()) return;
+    if (!pending()) { clearIndexingFlash(); return; }  // indexed before the page was drawn, too
     try {
       const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
       if (!response.ok) throw new Error(String(response.status));
       const data = await response.json();
       data.documents.forEach(apply);
+      if (!pending()) clearIndexingFlash();
       delay = 1500;
     } catch (err) {
       delay = Math.min(delay * 2, 15000); // the server is busy or restarting: ask less often

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import User
@@ -76,3 +78,16 @@ def shot(page, name: str) -> None:
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(out) / f"{name}.png"), full_page=True)
+
+
+def api_job(server, user, question: str, **options) -> int:
+    """A job through the server's API (its worker runs it): the new-job form refuses an auto-accepted job
+    while nothing can be searched, the API takes it and lets it fail."""
+    from research.api import services as token_services
+
+    _token, secret = token_services.token_create(user=user, name=f"t{time.monotonic_ns()}")
+    created = httpx.post(server.url + "/api/v1/jobs", headers={"Authorization": f"Bearer {secret}"}, timeout=30,
+                         json={"question": question, "engine": "offline", "auto_accept": True, "outputs": ["md"],
+                               **options})
+    assert created.status_code == 201, created.text
+    return int(created.json()["id"])

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import shot, sign_in
+from tests.e2e.conftest import api_job, shot, sign_in
 from tests.support.procs import AsgiServer, WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -105,8 +105,13 @@ def test_no_search_is_warned_at_plan_time_and_failure_is_said_once(page, dora, d
     page.wait_for_selector("#plan-editor", timeout=90_000)
     warning = page.wait_for_selector("#search-warning", timeout=30_000).inner_text()
     assert "SearXNG" in warning and ("SEARXNG_URL" in warning)
+    # Issue 33: no run that can only fail is offered; the ways forward are (a knowledge base, SEARXNG_URL).
+    assert page.is_disabled("#accept-plan") and page.is_visible("#ways-forward #kb-upload-form")
     shot(page, f"{lang}-4-plan-no-search")
-    page.click("#accept-plan")
+    # A run that skips the review still fails with one reason, said once. The form refuses to start one
+    # while nothing can be searched (issue 33), so it comes through the API.
+    job_id = api_job(dead_search_stack, dora, question, max_steps=3)
+    page.goto(base + f"/jobs/{job_id}/")
     page.wait_for_selector("#job[data-status='failed']", timeout=120_000)
     page.wait_for_selector("#job-error .failure-summary")
     page.wait_for_timeout(6_000)

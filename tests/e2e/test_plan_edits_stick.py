@@ -96,15 +96,16 @@ def test_validation_error_keeps_input(page, dora, asgi_server, worker, live_sett
     job_id = _submit(page, base, "Why did solar get cheaper?", max_steps=2)
     _fill(page, 0, "Module prices since 2010")
     page.fill("#id_title", "Solar cost drivers")
-    first_id = page.locator(".plan-step").nth(0).locator(".field-id input").input_value()
-    page.locator(".plan-step").nth(1).locator(".field-id input").fill(first_id)  # duplicate id: refused
+    # Ids are no longer on screen (issue 33): a dependency cycle, chosen by title, is the refused edit.
+    page.locator(".plan-step").nth(0).locator(".field-depends_on input[type=checkbox]").check()
+    page.locator(".plan-step").nth(1).locator(".field-depends_on input[type=checkbox]").check()
     page.click("#accept-plan")
     page.wait_for_selector("#plan-form .errors")
     _settle(page)
-    assert "unique" in page.inner_text("#plan-form .errors")  # the message is still shown
+    assert "cycle" in page.inner_text("#plan-form .errors")  # the message is still shown
     assert page.input_value("#id_title") == "Solar cost drivers"
     assert _title(page, 0) == "Module prices since 2010"
-    page.locator(".plan-step").nth(1).locator(".field-id input").fill("costs-2")
+    page.locator(".plan-step").nth(1).locator(".field-depends_on input[type=checkbox]").uncheck()
     page.fill("#id_title", "Solar cost drivers")
     second = _title(page, 1)
     page.click("#accept-plan")

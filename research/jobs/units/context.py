@@ -146,6 +146,8 @@ class JobContext:
         self.emit("step.activity", {"kind": "search", "query": query})
         providers = list(settings.SEARCH_PROVIDERS)
         kb_id = self.job.options.get("kb")
+        if kb_id and "knowledge" not in providers:
+            providers.append("knowledge")  # a knowledge base the user attached is searched whatever the list says
         if not self.job.options.get("web", True):
             providers = [p for p in providers if p == "knowledge"]
             if not providers:

@@ -34,7 +34,11 @@ def search_unreachable_text(errors: list[dict[str, Any]]) -> str:
     return _("No web search provider could be reached (%(why)s).") % {"why": "; ".join(parts)}
 
 
-def search_advice() -> str:
+def search_advice(*, has_kb: bool = False) -> str:
+    if has_kb:  # never advise attaching what is attached
+        return _("The attached knowledge base found nothing for these searches: add documents on the question's "
+                 "subject to it, set SEARXNG_URL to a running SearXNG, or check this server's network "
+                 "connection, then retry.")
     return _("Attach a knowledge base to the job, set SEARXNG_URL to a running SearXNG, or check this "
              "server's network connection, then retry.")
 
@@ -81,7 +85,7 @@ def failure_explain(*, job: ResearchJob) -> dict[str, Any] | None:
     advice = ""
     if job_search or kinds.get("search"):
         summary = search_unreachable_text(search_errors)
-        advice = search_advice()
+        advice = search_advice(has_kb=bool(job.options.get("kb")))
     elif kinds.get("other"):
         distinct = list(dict.fromkeys(err for _s, err in step_errors if _kind(err) == "other"))
         first = distinct[0].split("\n")[0][:300]

@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from research.agents.depth import DEFAULT_RUNS, MAX_RUNS
 from research.agents.types import Plan, PlanStep
+from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
 from research.render.budgets import over_budget
 from research.render.formats import output_formats
 
@@ -54,13 +55,18 @@ class DepthFields(forms.Form):
 
 class JobCreateForm(DepthFields):
     field_order = ["question", "style", "locale", "max_steps", "depth", "runs"]
-    question = forms.CharField(label=_("Research question"), max_length=4000,
-                               widget=forms.Textarea(attrs={"rows": 3, "autofocus": True}))
+    # No max_length: the browser would cut a long paste silently at it. The limit is checked by
+    # question_clean (the same message as the CLI and the API) and shown by a live counter (data-max).
+    question = forms.CharField(label=_("Research question"), widget=forms.Textarea(
+        attrs={"rows": 3, "autofocus": True, "data-max": MAX_QUESTION_CHARS, "aria-describedby": "question-count"}))
     style = forms.ChoiceField(label=_("Report style"), choices=STYLE_CHOICES, initial="academic")
     locale = forms.ChoiceField(label=_("Report language"), choices=LOCALE_CHOICES, initial="auto")
     max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, initial=settings.JOB_DEFAULT_STEPS)
+    # All of them ticked by default, as the README promises; the Markdown report is always made.
     outputs = forms.MultipleChoiceField(label=_("Outputs"), choices=output_choices, required=False,
-                                        widget=forms.CheckboxSelectMultiple, initial=["pdf"])
+                                        widget=forms.CheckboxSelectMultiple,
+                                        initial=lambda: [kind for kind, _label in output_choices()],
+                                        help_text=_("The Markdown report (report.md) is always made."))
     auto_accept = forms.BooleanField(label=_("Run the plan without review"), required=False)
     engine = forms.ChoiceField(label=_("Engine"), choices=ENGINE_CHOICES, initial="auto")
     kb = forms.TypedChoiceField(label=_("Knowledge base"), required=False, coerce=int, empty_value=None)
@@ -77,6 +83,9 @@ class JobCreateForm(DepthFields):
         assert isinstance(kb_field, forms.TypedChoiceField)
         kb_field.choices = [("", _("None")), *(collections or [])]
 
+    def clean_question(self) -> str:
+        return question_clean(self.cleaned_data.get("question"))
+
     def options(self) -> dict[str, Any]:
         data = self.cleaned_data
         return {
@@ -88,14 +97,59 @@ class JobCreateForm(DepthFields):
         }
 
 
+class StepChoiceWidget(forms.Widget):
+    """Dependencies chosen by step title: one checkbox per other step, each posting that step's (hidden) id.
+
+    The field's value stays the comma-separated ids it always was, so the plan contract, the formset checks
+    and a form posted by a script are unchanged; people only ever see titles.
+    """
+
+    template_name = "jobs/_step_choice.html"
+
+    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None) -> Any:
+        # The project's template loader (the form renderer's own engine does not see templates/).
+        from django.template.loader import render_to_string
+        from django.utils.safestring import SafeString
+
+        html = render_to_string(self.template_name, self.get_context(name, value, attrs))
+        assert isinstance(html, SafeString)
+        return html
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__(attrs)
+        self.steps: list[tuple[int, str, str]] = []  # (position, id, title) of every step in the plan
+        self.own_id = ""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> str:
+        if hasattr(data, "getlist"):
+            return ", ".join(v for v in data.getlist(name) if v)
+        return str(data.get(name, "") or "")
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        chosen = {part.strip() for part in str(value or "").split(",") if part.strip()}
+        context["steps"] = [{"n": n, "id": sid, "title": title or _("(untitled step)"), "checked": sid in chosen}
+                            for n, sid, title in self.steps if sid != self.own_id]
+        return context
+
+
 class PlanStepForm(forms.Form):
-    id = forms.SlugField(label=_("Id"), max_length=40)
+    # The id is the plan's stable key (depends_on, step events); people never need to see or type it.
+    id = forms.SlugField(label=_("Id"), max_length=40, widget=forms.HiddenInput)
     title = forms.CharField(label=_("Title"), max_length=300)
     description = forms.CharField(label=_("Description"), required=False, max_length=4000,
                                   widget=forms.Textarea(attrs={"rows": 2}))
     step_type = forms.ChoiceField(label=_("Type"), choices=STEP_TYPE_CHOICES)
     need_search = forms.BooleanField(label=_("Needs search"), required=False)
-    depends_on = forms.CharField(label=_("Depends on (ids, comma-separated)"), required=False, max_length=400)
+    depends_on = forms.CharField(label=_("Runs after"), required=False, max_length=400, widget=StepChoiceWidget)
+
+    def __init__(self, *args: Any, steps: list[tuple[int, str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        widget = self.fields["depends_on"].widget
+        assert isinstance(widget, StepChoiceWidget)
+        widget.steps = steps or []
+        widget.own_id = str(self.data.get(self.add_prefix("id"), "") if self.is_bound
+                            else (self.initial or {}).get("id", ""))
 
     def clean_depends_on(self) -> list[str]:
         raw = self.cleaned_data.get("depends_on") or ""
@@ -104,6 +158,15 @@ class PlanStepForm(forms.Form):
 
 class BasePlanStepFormSet(forms.BaseFormSet):
     max_steps: int = settings.JOB_MAX_STEPS
+
+    def get_form_kwargs(self, index: int | None) -> dict[str, Any]:
+        return {**super().get_form_kwargs(index), "steps": self._steps()}
+
+    def _steps(self) -> list[tuple[int, str, str]]:
+        """(position, id, title) of each step as shown, for choosing dependencies by title."""
+        rows: list[Any] = (plan_rows_from_post(self.data, self.prefix or "form") if self.is_bound
+                           else list(self.initial or []))
+        return [(n, str(r.get("id", "")), str(r.get("title", ""))) for n, r in enumerate(rows, 1)]
 
     def clean(self) -> None:
         if any(self.errors):
@@ -127,7 +190,14 @@ class BasePlanStepFormSet(forms.BaseFormSet):
                     form.add_error("depends_on", _("A step cannot depend on itself."))
         if any(self.errors):
             return
-        from research.agents.graph import validate_plan
+        from research.agents.graph import find_cycle, validate_plan
+
+        rows = [f.cleaned_data for f in self.forms if f.cleaned_data]
+        cycle = find_cycle({r["id"]: [d for d in r["depends_on"] if d != r["id"]] for r in rows})
+        if cycle:  # said with the titles people see, not the ids validate_plan would name
+            titles = {r["id"]: r["title"] for r in rows}
+            raise forms.ValidationError(_("Steps wait for each other in a cycle: %(cycle)s.")
+                                        % {"cycle": " → ".join(f"“{titles[c]}”" for c in cycle)})
 
         errors = validate_plan(self.to_plan(title="x"), max_steps=self.max_steps)
         if errors:
@@ -170,7 +240,7 @@ def plan_rows_from_post(data: Any, prefix: str = "form") -> list[dict[str, Any]]
             "description": data.get(f"{prefix}-{i}-description", ""),
             "step_type": data.get(f"{prefix}-{i}-step_type", "research"),
             "need_search": bool(data.get(f"{prefix}-{i}-need_search")),
-            "depends_on": data.get(f"{prefix}-{i}-depends_on", ""),
+            "depends_on": StepChoiceWidget().value_from_datadict(data, None, f"{prefix}-{i}-depends_on"),
         })
     return rows
 

@@ -1,7 +1,9 @@
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import path
+from django.views.generic import RedirectView
 
-from research.jobs.web import conversation_views, views
+from research.jobs.web import conversation_views, kb_views, views
 from research.ratelimit import limited_in_service, ratelimited
 
 urlpatterns = [
@@ -10,7 +12,11 @@ urlpatterns = [
     path("accounts/logout/", ratelimited("write", "WRITE_RATE")(auth_views.LogoutView.as_view()), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("", views.job_list, name="job_list"),
+    # The job list lives at /; /jobs/ leads there (GET only: a POST is no write).
+    path("jobs/", login_required(RedirectView.as_view(pattern_name="job_list", http_method_names=["get", "head"]))),
     path("jobs/new/", views.job_new, name="job_new"),
+    path("jobs/<int:job_id>/kb/", kb_views.job_kb_attach, name="job_kb_attach"),
+    path("jobs/<int:job_id>/kb/upload/", kb_views.job_kb_upload, name="job_kb_upload"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("jobs/<int:job_id>/panel/", views.job_panel, name="job_panel"),
     path("jobs/<int:job_id>/events/", views.job_events, name="job_events"),

@@ -24,8 +24,9 @@ from research.agents.types import Plan
 from research.errors import error_text
 from research.jobs import fairness, selectors, services, storage
 from research.jobs.models import JobStatus, ReportEditCheck, ResearchJob, StepStatus
-from research.jobs.search_check import search_check_errors, search_check_latest
-from research.jobs.web.failures import failure_explain, search_advice, search_unreachable_text
+from research.jobs.questions import MAX_QUESTION_CHARS
+from research.jobs.search_check import search_check_errors, search_check_latest, web_probe_cached
+from research.jobs.web.failures import failure_explain, search_unreachable_text
 from research.jobs.web.forms import (
     JobCreateForm,
     PlanMetaForm,
@@ -79,14 +80,34 @@ def signup(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def job_list(request: HttpRequest) -> HttpResponse:
-    jobs = selectors.job_list_for_user(user=request.user)[:200]
+    jobs = list(selectors.job_list_for_user(user=request.user)[:200])
+    # Depth, knowledge base and outputs tell apart two jobs on the same question (issue 33).
+    kb_names = dict(_collections(request.user))
+    labels = {"md": "Markdown", "pdf": "PDF", "pptx": _("Slides"), "podcast": _("Podcast")}
+    for job in jobs:
+        job.kb_name = kb_names.get(job.options.get("kb"))  # type: ignore[attr-defined]
+        job.output_labels = [labels.get(o, o) for o in job.options.get("outputs") or ["md"]]  # type: ignore[attr-defined]
     return render(request, "jobs/list.html", {"jobs": jobs})
 
 
 @login_required
 @limited_in_service("JOB_CREATE_RATE")  # services.job_create counts per account
 def job_new(request: HttpRequest) -> HttpResponse:
-    form = JobCreateForm(request.POST or None, collections=_collections(request.user))
+    collections = _collections(request.user)
+    initial: dict[str, Any] = {}
+    if request.GET.get("kb", "").isdigit() and int(request.GET["kb"]) in dict(collections):
+        initial["kb"] = int(request.GET["kb"])  # back from "upload a file" on this page: that KB is chosen
+    form = JobCreateForm(request.POST or None, collections=collections, initial=initial)
+
+    def page() -> dict[str, Any]:  # the search probe only for a page that is drawn, never before a redirect
+        return {"form": form, "has_kb": bool(collections), "search": web_probe_cached(),
+                "question_max": MAX_QUESTION_CHARS}
+
+    if request.method == "POST" and form.is_valid() and _nothing_to_search(form):
+        # Skipping the review would start a run that can only fail: say so now, with the ways forward.
+        form.add_error(None, _("Nothing can be searched: no web search provider answers from this server and no "
+                               "knowledge base is chosen. Choose one or upload a file above, or untick “Run the "
+                               "plan without review” to attach one on the plan page."))
     if request.method == "POST" and form.is_valid():
         try:
             job = services.job_create(user=_user(request), question=form.cleaned_data["question"],
@@ -95,17 +116,23 @@ def job_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc)
         except services.RateLimited as exc:
             form.add_error(None, str(exc))
-            response = render(request, "jobs/new.html", {"form": form}, status=429)
+            response = render(request, "jobs/new.html", page(), status=429)
             response["Retry-After"] = str(exc.verdict.retry_after)
             return response
         except services.CounterUnavailable as exc:  # the form comes back with the question, not a bare 503 page
             form.add_error(None, exc.message)
-            response = render(request, "jobs/new.html", {"form": form}, status=503)
+            response = render(request, "jobs/new.html", page(), status=503)
             response["Retry-After"] = str(exc.retry_after)
             return response
         else:
             return redirect("job_detail", job_id=job.pk)
-    return render(request, "jobs/new.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "jobs/new.html", page(), status=400 if form.errors else 200)
+
+
+def _nothing_to_search(form: JobCreateForm) -> bool:
+    """An auto-accepted job with no knowledge base while no web provider answers (the probe is cached)."""
+    options = form.options()
+    return bool(options["auto_accept"] and options["kb"] is None and not web_probe_cached()["web_ok"])
 
 
 def _figure_url(job: ResearchJob) -> Any:
@@ -201,11 +228,29 @@ def _detail_context(request: HttpRequest, job: ResearchJob, **extra: Any) -> dic
     if job.status == JobStatus.AWAITING_REVIEW and "formset" not in extra:
         ctx.update(_plan_forms(job))
     if job.status == JobStatus.AWAITING_REVIEW:
-        check = search_check_latest(job=job)
-        if check and not check["ok"]:
-            ctx["search_warning"] = search_unreachable_text(search_check_errors(check))
-            ctx["search_advice"] = search_advice()
+        ctx.update(_search_state(request, job))
     ctx.update(extra)
+    return ctx
+
+
+def _search_state(request: HttpRequest, job: ResearchJob) -> dict[str, Any]:
+    """What the plan page says about searching, true of this job: blocked (nothing to search), KB only, or ok."""
+    check = search_check_latest(job=job)
+    kb_id = job.options.get("kb")
+    choices = _collections(request.user)
+    ctx: dict[str, Any] = {"kb_choices": choices, "job_kb": kb_id,
+                           "job_kb_name": dict(choices).get(kb_id) if kb_id else None}
+    if not check:
+        return ctx
+    if not check["ok"]:
+        ctx["search_blocked"] = True
+        ctx["search_warning"] = (search_unreachable_text(search_check_errors(check)) if check.get("web", True)
+                                 else _("Web search is off for this job and no knowledge base is attached."))
+    elif check.get("kb") and not check.get("web_ok", check.get("web")):
+        ctx["search_kb_only"] = (_("Web search is off for this job: the research searches the knowledge base "
+                                   "alone.") if not check.get("web") else
+                                 _("No web search provider could be reached: the research searches the "
+                                   "knowledge base alone."))
     return ctx
 
 
@@ -251,6 +296,12 @@ def job_plan(request: HttpRequest, job_id: int) -> HttpResponse:
         return render(request, "jobs/detail.html", _detail_context(request, job, **forms))
     forms = _plan_forms(job, data=request.POST)
     formset, meta = forms["formset"], forms["meta"]
+    if op == "accept" and _search_state(request, job).get("search_blocked"):
+        # The page offers no "Accept" then; a stale page or a script gets the same answer, with its edits kept.
+        meta.is_valid()
+        meta.add_error(None, _("Nothing can be searched for this job: attach a knowledge base (or upload a "
+                               "file) first."))
+        return render(request, "jobs/detail.html", _detail_context(request, job, **forms), status=400)
     if formset.is_valid() and meta.is_valid():
         plan = formset.to_plan(title=meta.cleaned_data["title"], locale=forms["plan"].locale,
                                thought=forms["plan"].thought)
@@ -338,8 +389,14 @@ def _report_check(job: ResearchJob, markdown: str) -> str:
     unknown = selectors.report_unknown_citations(job=job, markdown=markdown)
     if not unknown:
         return ""
+    # The numbers the user sees in the references list, not the count of every source the research found.
+    known = selectors.report_citable_numbers(job=job, markdown=markdown)
+    if known and known == list(range(known[0], known[-1] + 1)):
+        allowed = f"{known[0]}–{known[-1]}"
+    else:
+        allowed = ", ".join(str(n) for n in known) or "—"
     return _("Unknown citation numbers: %(nums)s. Each [n] must match a source in the references list "
-             "(1–%(max)d).") % {"nums": ", ".join(f"[{n}]" for n in unknown), "max": job.sources.count()}
+             "(%(allowed)s).") % {"nums": ", ".join(f"[{n}]" for n in unknown), "allowed": allowed}
 
 
 @login_required

@@ -14,8 +14,9 @@ text-producing functions differ. Everything is extractive and deterministic:
 
 Modules: `question` (small talk, facets, re-plan feedback, a question's parts), `select` (page
 weights, the subject check, which pages get a sentence), `numbers` (the number grammar), `process`
-(the processing step), `write` (the report), `heavy` (heavy mode's runs and synthesis) and `engine`
-(the OfflineEngine class: the planner and the researcher, delegating to the others).
+(the processing step), `write` (the report), `heavy` (heavy mode's runs and synthesis), `titles` (a
+question never split at an "and" inside a clause) and `engine` (the OfflineEngine class: the planner
+and the researcher, delegating to the others).
 """
 
 from research.agents.engines.offline.engine import OfflineEngine

@@ -34,6 +34,7 @@ from research.agents.engines.offline.select import (
     _shared_subject,
     _source_weights,
 )
+from research.agents.engines.offline.titles import readable_steps
 from research.agents.engines.offline.write import _cite, write_report
 from research.agents.rank import RankedSentence, rank_sentences, split_sentences, tokenize
 from research.agents.text import detect_locale, is_chinese, key_terms
@@ -133,6 +134,7 @@ class OfflineEngine:
                     depends_on=[],
                 )
             )
+        steps = readable_steps(steps, question=ctx.question, locale=locale)  # never split inside a clause
         facet_names = "、".join(s.title for s in steps) if zh else ", ".join(s.title for s in steps)
         if zh:
             thought = f"离线规划：先按问题的各部分、再按常见方面检索（{facet_names}）；关键词：{'、'.join(terms)}。"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from research.jobs import selectors
+from research.jobs.management.cli import PeopleCommand
 from research.jobs.models import ResearchJob
 
 
-class Command(BaseCommand):
+class Command(PeopleCommand):
     help = "Show a job: status, each step with its state, artifact paths and the error."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -21,7 +22,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         job = ResearchJob.objects.filter(pk=opts["job_id"]).first()
         if job is None:
-            raise CommandError(f"no job {opts['job_id']}")
+            latest = ResearchJob.objects.order_by("-pk").values_list("pk", flat=True).first()
+            hint = f"the newest job is {latest}" if latest else "no job has been run yet"
+            raise CommandError(f"no job {opts['job_id']} ({hint})")
         summary = selectors.job_summary(job=job)
         if opts["json"]:
             self.stdout.write(json.dumps(summary, ensure_ascii=False))

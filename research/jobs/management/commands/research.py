@@ -14,10 +14,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from research.jobs import selectors, services
 from research.jobs.infra import infrastructure
+from research.jobs.management.cli import PeopleCommand
 from research.jobs.models import JobEvent, JobStatus, ResearchJob
 from research.jobs.options import job_options_clean
 from research.render.formats import output_kinds
@@ -38,7 +39,38 @@ def cli_user(username: str | None) -> User:
     return user
 
 
-class Command(BaseCommand):
+def kb_hint(user: User) -> str:
+    """The next thing to try when nothing can be searched: the user's own knowledge bases, or how to make one."""
+    from research.knowledge.models import Collection
+
+    names = list(Collection.objects.filter(owner=user).order_by("name").values_list("name", flat=True)[:3])
+    if names:
+        return "try --kb " + " or --kb ".join(_quoted(n) for n in names) + " (add --no-web to search it alone)"
+    return ("add documents with `manage.py kb add NAME FILE…` and run with --kb NAME --no-web, "
+            "or set SEARXNG_URL to a running SearXNG")
+
+
+def _quoted(name: str) -> str:
+    return name if name.replace("-", "").replace("_", "").isalnum() else json.dumps(name, ensure_ascii=False)
+
+
+def failure_line(job: ResearchJob) -> str:
+    """A failed job's reason in one line with the next thing to try (the raw errors stay in `job ID`)."""
+    from research.jobs.web.failures import failure_explain
+
+    explained = failure_explain(job=job)
+    if explained is None:
+        return job.error.split("\n")[0][:300] if job.error else job.status
+    summary = explained["summary"]
+    low = summary.lower()
+    if "search" in low and not job.options.get("kb"):
+        return f"{summary} {kb_hint(job.owner)}"
+    if "model" in low or "llm" in low:
+        return f"{summary} Is the model server (LLM_BASE_URL) running? Or try --engine offline."
+    return f"{summary} {explained['advice']}".strip() + f" (details: manage.py job {job.pk})"
+
+
+class Command(PeopleCommand):
     help = "Run a research job to the end and print where its artifacts are."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -62,6 +94,12 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=float(settings.JOB_WALL_TIME_S) + 300)
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        from research.jobs.questions import question_clean
+
+        try:  # before anything is set up: a question with no words never becomes a job
+            question = question_clean(opts["question"])
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
         call_command("migrate", verbosity=0, interactive=False)
         user = cli_user(opts["user"])
         kb_id = None
@@ -70,8 +108,11 @@ class Command(BaseCommand):
 
             collection = Collection.objects.filter(owner=user, name=opts["kb"]).first()
             if collection is None:
-                raise CommandError(f"no knowledge base named {opts['kb']!r} for user {user.username}")
+                raise CommandError(f"no knowledge base named {opts['kb']!r} for user {user.username}; "
+                                   + kb_hint(user))
             kb_id = collection.pk
+        elif opts["no_web"]:
+            raise CommandError("--no-web needs a knowledge base to search; " + kb_hint(user))
         auto_accept = opts["auto_accept"] or not sys.stdin.isatty()
         options = {
             "outputs": opts["outputs"], "style": opts["style"], "locale": opts["locale"],
@@ -84,9 +125,11 @@ class Command(BaseCommand):
             job_options_clean(options)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        if kb_id is None:
+            self._check_search(user)
         with infrastructure(detach=opts["detach"], echo=True):
             try:
-                job = services.job_create(user=user, question=opts["question"], options=options)
+                job = services.job_create(user=user, question=question, options=options)
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from None
             except services.RateLimited as exc:
@@ -98,7 +141,8 @@ class Command(BaseCommand):
                 return
             job = self._wait(job, opts)
         summary = selectors.job_summary(job=job)
-        result = {"job": job.pk, "status": job.status, "error": job.error or None,
+        error = failure_line(job) if job.status != JobStatus.DONE else None
+        result = {"job": job.pk, "status": job.status, "error": error,
                   "artifacts": summary["artifacts"], "answer": job.answer or None}
         if opts["json"]:
             self.stdout.write(json.dumps(result, ensure_ascii=False))
@@ -106,12 +150,22 @@ class Command(BaseCommand):
             self.stdout.write(f"job {job.pk}: {job.status}")
             if job.answer:
                 self.stdout.write(job.answer)
-            if job.error:
-                self.stdout.write(f"error: {job.error}")
             for kind, path in summary["artifacts"].items():
                 self.stdout.write(f"  {kind}: {path}")
+            if error:
+                self.stderr.write(f"error: {error}")
         if job.status != JobStatus.DONE:
             sys.exit(1)
+
+    def _check_search(self, user: User) -> None:
+        """No web search reachable and no --kb: the job could only fail, so say so before it exists."""
+        from research.jobs.search_check import web_probe
+        from research.jobs.web.failures import search_unreachable_text
+
+        probe = web_probe()
+        if not probe["web_ok"]:
+            raise CommandError(f"{search_unreachable_text(probe['errors'])} Nothing else can be searched: "
+                               + kb_hint(user))
 
     def _wait(self, job: ResearchJob, opts: dict[str, Any]) -> ResearchJob:
         deadline = time.monotonic() + opts["timeout"]
