@@ -243,14 +243,14 @@ def report_unknown_citations(*, job: ResearchJob, markdown: str) -> list[int]:
 
 
 def report_citable_numbers(*, job: ResearchJob, markdown: str) -> list[int]:
-    """The [n] an edited report may cite: its own references list's numbers when it has one, else the
-    registry's (the same resolution as report_unknown_citations), sorted."""
+    """The [n] an edited report may cite: its own references list's numbers when it has one, else those of
+    the list the user saw, else the registry's (the same resolution as report_unknown_citations), sorted."""
     from research.agents.types import SourceRef
-    from research.agents.verify import citation_targets
+    from research.report.check import citation_targets
 
     sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
                for s in job.sources.order_by("number")]
-    return sorted(citation_targets(markdown, sources))
+    return sorted(citation_targets(markdown, sources, seen=report_seen_references(job=job)))
 
 
 def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[tuple[str, str]]:
