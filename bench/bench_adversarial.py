@@ -54,7 +54,6 @@ def _paths(stack: Any) -> dict[str, Callable[[str], object]]:
 
     from research.agents.rank import split_sentences
     from research.agents.types import SourceRef
-    from research.agents.verify import report_check
     from research.jobs import services
     from research.jobs.models import JobStatus, ResearchJob, Source
     from research.jobs.web.forms import report_markdown_problem
@@ -64,6 +63,7 @@ def _paths(stack: Any) -> dict[str, Callable[[str], object]]:
     from research.render.derive import podcast_script_from_markdown
     from research.render.html import markdown_to_html
     from research.render.tts import speech_segments
+    from research.report.check import report_check
 
     user = stack.user()
     job = services.job_create(user=user, question="How big is the market?", options={"engine": "offline"})

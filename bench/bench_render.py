@@ -38,7 +38,7 @@ def make_report(words: int) -> str:
                      "| 2024 | 30 | -33% |", ""]
         count += sum(len(line.split()) for line in body)
         parts += body
-    # The references list as research.agents.citations.finalize_report writes it.
+    # The references list as research.report.citations.finalize_report writes it.
     parts += ["## References", ""] + [f"- [{n}] [Source {n}](https://example.org/source-{n})" for n in range(1, 13)]
     return "\n".join(parts) + "\n"
 

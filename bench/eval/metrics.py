@@ -5,7 +5,7 @@
   with their units; every group must occur in the sentence). The same words in a sentence quoted
   from a distractor page, or in an uncited sentence, do not count;
 - citation_support: share of cited sentences whose cited source has a passage that supports them
-  (research.agents.verify's lexical score, the same test the claim check applies); sentences in
+  (research.report.check's lexical score, the same test the claim check applies); sentences in
   another script than their source cannot be scored that way and are counted apart;
 - unretrieved_urls: http(s) addresses in the report that are not among the job's sources;
 - uncited_unsupported: sentences that state a fact (a number, a date, a named study or
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from research.agents import verify
-from research.agents.citations import citation_numbers
 from research.agents.types import SourceRef
+from research.report import check as verify
+from research.report.citations import citation_numbers
 
 _URL = re.compile(r"https?://[^\s<>()\[\]\"']+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s")

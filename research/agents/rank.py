@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from research import scripts, textre
 from research.agents.text import detect_locale, is_chinese
 from research.ir import BM25, stem, tokenize
+from research.report.sentences import sentence_bounds
 
 __all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
 
@@ -22,14 +23,8 @@ _WS = textre.compile(r"\s+")
 _CJK_TERMINATORS = "。！？"
 _TERMINATORS = ".!?" + _CJK_TERMINATORS
 _CLOSERS = "\"'”’)）」』】"
-_FOOTNOTE = textre.compile(r"\[[^\[\]\s]{1,12}\]")  # [12], [a], [note 3] is not matched (has a space)
 _TRAILING_FOOTNOTES = textre.compile(r"(?:\[[^\[\]\s]{1,12}\])+$")
 _LIST_MARKER = textre.compile(r"^(?:[-*+•·]\s+|\d{1,3}[.)]\s+|>\s*)+")
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e inc ltd co corp no fig figs al approx est dept gov "
-    "jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.u p.m a.m ph.d".split()
-)
-_INITIALS = textre.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")
 
 # Sentences that are page furniture rather than content.
 _BOILERPLATE = textre.compile(
@@ -82,43 +77,9 @@ def _blocks(text: str) -> list[str]:
     return blocks
 
 
-def _is_abbreviation(block: str, start: int, dot: int) -> bool:
-    word_start = max(block.rfind(" ", start, dot) + 1, start)
-    word = block[word_start:dot].lstrip("(\"'“")
-    return word.lower() in _ABBREVIATIONS or bool(_INITIALS.fullmatch(word))
-
-
 def _split_block(block: str) -> list[str]:
-    parts: list[str] = []
-    start, i, n = 0, 0, len(block)
-    while i < n:
-        if block[i] not in _TERMINATORS:
-            i += 1
-            continue
-        j = i + 1
-        while j < n and block[j] in _TERMINATORS:
-            j += 1
-        while j < n and block[j] in _CLOSERS:
-            j += 1
-        while (m := _FOOTNOTE.match(block, j)) is not None:
-            j = m.end()
-        k = j
-        while k < n and block[k].isspace():
-            k += 1
-        if any(ch in _CJK_TERMINATORS for ch in block[i:j]):
-            boundary = True  # Chinese full stops need no following space
-        elif k == j or k >= n:
-            boundary = k >= n  # "3.5", "e.g.x" are not boundaries; end of block is
-        else:
-            nxt = block[k]
-            boundary = not nxt.islower() and not (block[i] == "." and j == i + 1 and _is_abbreviation(block, start, i))
-        if boundary:
-            parts.append(block[start:j])
-            start = j
-        i = j
-    if start < n:
-        parts.append(block[start:])
-    return parts
+    """The report's own sentence rule (research.report.sentences), footnote markers kept with their sentence."""
+    return [block[start:end] for start, end in sentence_bounds(block, footnotes=True)]
 
 
 def _letters_ratio(text: str) -> float:

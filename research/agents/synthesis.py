@@ -7,7 +7,7 @@ the offline engine's union rerank), the same rules finish it here:
 - sources enter only through the registry: a citation must name a source one of the runs registered
   (or a prior step's, which the runs could cite); any other number is removed;
 - a claim with no registry source is dropped: a sentence left without any citation goes;
-- the claim check (research.agents.verify.report_check) runs on the result, and the finding keeps
+- the claim check (research.report.check.report_check) runs on the result, and the finding keeps
   the job's global source numbers (the check numbers a report 1..n; the numbers are mapped back).
 
 Pure functions, no Django, no model.
@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from research.agents.citations import (
+from research.agents.types import SourceRef, StepResult
+from research.report.check import report_check
+from research.report.citations import (
     citation_numbers,
     filter_citations,
     renumber_citations,
     strip_references_section,
 )
-from research.agents.types import SourceRef, StepResult
-from research.agents.verify import line_sentences, report_check
+from research.report.sentences import line_sentences
 
 
 def run_sources(result: StepResult) -> set[int]:

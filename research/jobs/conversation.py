@@ -82,8 +82,8 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
         raise InvalidAction(_("This follow-up has no answer yet."))
     if followup.folded_into:
         raise InvalidAction(_("This answer is already in the report."))
-    from research.agents.citations import strip_references_section
     from research.jobs.selectors import report_in_registry_numbers, report_latest
+    from research.report.citations import strip_references_section
 
     report = report_latest(job=job)
     if report is None:
@@ -93,8 +93,9 @@ def followup_fold(*, job: ResearchJob, number: int) -> int:
     body = report_in_registry_numbers(job=job, markdown=report.markdown)
     answer = strip_references_section(followup.answer).strip()  # cites registry numbers already
     merged = f"{body}\n\n## {followup.question.splitlines()[0][:200]}\n\n{answer}\n"
-    # Without a references list report_edit reads registry numbers, checks the cited claims and
+    # Registry numbers throughout (not the list a user saw): report_edit checks the cited claims and
     # writes one references list for the whole report, renumbered 1..n.
-    version = report_edit(job=job, markdown=merged)  # refused unless job_can(...).fold_followup (the edit rule)
+    # Registry numbers (not a list the user saw); refused unless job_can(...).fold_followup (the edit rule).
+    version = report_edit(job=job, markdown=merged, registry_numbers=True)
     FollowUp.objects.filter(pk=followup.pk).update(folded_into=version.number)
     return version.number

@@ -24,6 +24,7 @@ from research.jobs.models import (
     ResearchJob,
     StepRun,
 )
+from research.report.references import Entry
 
 User = UserModel | AnonymousUser
 
@@ -117,7 +118,7 @@ def report_latest(*, job: ResearchJob) -> ReportVersion | None:
 
 
 def report_check_summary(*, job: ResearchJob, version: int) -> dict[str, int] | None:
-    """The claim check's counts for one report version (research.agents.verify), from its report.ready event."""
+    """The claim check's counts for one report version (research.report.check), from its report.ready event."""
     events = job.events.filter(type="report.ready", payload__version=version).order_by("-seq")
     check = events.values_list("payload__check", flat=True).first()
     return {k: v for k, v in check.items() if isinstance(v, int)} if isinstance(check, dict) else None
@@ -217,31 +218,39 @@ def job_summary(*, job: ResearchJob) -> dict[str, Any]:
     }
 
 
+def report_seen_references(*, job: ResearchJob) -> list[Entry] | None:
+    """The references list a user editing the report sees: the latest version's (None: it has none)."""
+    from research.report.references import references_entries
+
+    latest = job.report_versions.order_by("-number").values_list("markdown", flat=True).first()
+    return references_entries(latest) if latest else None
+
+
 def report_unknown_citations(*, job: ResearchJob, markdown: str) -> list[int]:
     """The [n] in an edited report that match no source of the job (same grammar as generated reports).
 
-    Numbers resolve the way the save does (research.agents.verify.citation_targets): through the
-    edit's own references list when it has one, else through the source registry.
+    Numbers resolve the way the save does (research.report.check.citation_targets): through the
+    edit's own references list when it has one, else through the list the user saw (the latest
+    version's), never silently through the registry's internal numbers.
     """
-    from research.agents.citations import citation_numbers, strip_references_section
-    from research.agents.types import SourceRef
-    from research.agents.verify import citation_targets
+    from research.report.check import citation_targets
+    from research.report.citations import citation_numbers, strip_references_section
 
     sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
                for s in job.sources.order_by("number")]
-    known = citation_targets(markdown, sources)
+    known = citation_targets(markdown, sources, seen=report_seen_references(job=job))
     return [n for n in citation_numbers(strip_references_section(markdown)) if n not in known]
 
 
 def report_citable_numbers(*, job: ResearchJob, markdown: str) -> list[int]:
-    """The [n] an edited report may cite: its own references list's numbers when it has one, else the
-    registry's (the same resolution as report_unknown_citations), sorted."""
+    """The [n] an edited report may cite: its own references list's numbers when it has one, else those of
+    the list the user saw, else the registry's (the same resolution as report_unknown_citations), sorted."""
     from research.agents.types import SourceRef
-    from research.agents.verify import citation_targets
+    from research.report.check import citation_targets
 
     sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
                for s in job.sources.order_by("number")]
-    return sorted(citation_targets(markdown, sources))
+    return sorted(citation_targets(markdown, sources, seen=report_seen_references(job=job)))
 
 
 def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[tuple[str, str]]:
@@ -260,11 +269,11 @@ def report_diff(*, old: str, new: str, old_label: str, new_label: str) -> list[t
 def report_in_registry_numbers(*, job: ResearchJob, markdown: str) -> str:
     """The report body with its citations written as registry numbers (Source.number), without references.
 
-    Final reports number their references 1..n (research.agents.verify); the follow-up answer cites
+    Final reports number their references 1..n (research.report.check); the follow-up answer cites
     registry numbers, so both are brought to one numbering before they meet.
     """
-    from research.agents.citations import CITATION, _numbers, _segments, strip_references_section
-    from research.agents.verify import citation_targets
+    from research.report.check import citation_targets
+    from research.report.citations import CITATION, _numbers, _segments, strip_references_section
 
     sources = [SourceRef(number=s.number, url=s.url, title=s.title, text="", kind=s.kind)
                for s in job.sources.order_by("number")]

@@ -18,7 +18,6 @@ from django.utils.translation import gettext as _
 from research import ratelimit
 from research.agents.graph import effective_depends_on, validate_plan
 from research.agents.types import Plan, SourceRef
-from research.agents.verify import report_check
 from research.jobs.artifacts import artifact_save_bytes, job_dir_remove
 from research.jobs.dispatch import enqueue_advance, enqueue_render, enqueue_report_edit_check, enqueue_schedule
 from research.jobs.events import event_emit
@@ -37,9 +36,10 @@ from research.jobs.models import (
 )
 from research.jobs.options import ENGINES, depth_options_clean, job_options_clean, options_with_stage
 from research.jobs.questions import MAX_QUESTION_CHARS, question_clean
-from research.jobs.selectors import job_can
+from research.jobs.selectors import job_can, report_seen_references
 from research.jobs.states import InvalidTransition, job_set_status
 from research.render.formats import rendered_kinds
+from research.report.check import ReportTooLarge, report_check
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ __all__ = [
     "report_edit_checked", "report_edit_save", "report_edit_submit", "report_version_create",
 ]
 
+REPORT_MAX_CHARS = 500_000  # what the edit form accepts; the checked text must fit it too
 
 
 RateLimited = ratelimit.RateLimited
@@ -268,10 +269,11 @@ def report_version_create(*, job: ResearchJob, markdown: str, author: str) -> Re
     return version
 
 
-def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[str, Any]]:
+def report_edit_checked(*, job: ResearchJob, markdown: str,
+                        registry_numbers: bool = False) -> tuple[str, dict[str, Any]]:
     """The slow half of an edit: refuse what cannot be saved, then run the reporter's checks.
 
-    The edit goes through the same check as the reporter's text (research.agents.verify.report_check):
+    The edit goes through the same check as the reporter's text (research.report.check.report_check):
     citations to sources the job does not have and links to pages no tool returned are dropped, and
     the references list is rebuilt from the source registry, so an edit cannot cite a source nobody read.
     Returns the checked Markdown and the check's counts.
@@ -281,13 +283,24 @@ def report_edit_checked(*, job: ResearchJob, markdown: str) -> tuple[str, dict[s
     markdown = markdown.replace("\r\n", "\n")  # browsers post textarea lines with CRLF
     if not markdown.strip():
         raise ValidationError(_("The report cannot be empty."))
-    # The reporter's checks again (research.agents.verify): citations resolve through the edit's own
+    # The reporter's checks again (research.report.check): citations resolve through the edit's own
     # references list, unknown ones and links to pages no tool returned go, cited claims are checked
     # against their passages, and the references are renumbered 1..n from the registry.
     sources = [SourceRef(number=s.number, url=s.url, title=s.title, text=s.text, kind=s.kind)
                for s in job.sources.order_by("number")]
-    # A user's words are only marked "(unverified)", never cut (remove_sure=False).
-    checked = report_check(markdown, sources, locale=job.locale, remove_sure=False)
+    # A user's words are only marked "(unverified)", never cut (remove_sure=False). A `[n]` means entry n
+    # of the references list the user saw (the latest version), also when the edit deleted that list;
+    # the checked text must fit the budget the edit itself had to meet.
+    seen = None if registry_numbers else report_seen_references(job=job)
+    try:
+        checked = report_check(markdown, sources, locale=job.locale, remove_sure=False, seen=seen,
+                               max_chars=REPORT_MAX_CHARS)
+    except ReportTooLarge as exc:
+        raise ValidationError(
+            _("Checked, the report would be %(size)s characters, over the %(limit)s a report may have "
+              "(%(marked)s sentences marked unverified). Cite your claims or shorten the edit.")
+            % {"size": f"{exc.size:,}", "limit": f"{exc.limit:,}", "marked": f"{exc.marked:,}"}
+        ) from exc
     return checked.markdown, checked.summary()
 
 
@@ -303,10 +316,11 @@ def report_edit_save(*, job: ResearchJob, markdown: str, check: dict[str, Any]) 
     return version
 
 
-def report_edit(*, job: ResearchJob, markdown: str) -> ReportVersion:
+def report_edit(*, job: ResearchJob, markdown: str, registry_numbers: bool = False) -> ReportVersion:
     """Store the user's edited Markdown, checked as the reporter's text is, as a new version and re-render
-    every requested output from it."""
-    checked, summary = report_edit_checked(job=job, markdown=markdown)
+    every requested output from it. `registry_numbers`: its [n] are Source numbers (a follow-up answer
+    folded in), not entries of the references list the user saw."""
+    checked, summary = report_edit_checked(job=job, markdown=markdown, registry_numbers=registry_numbers)
     return report_edit_save(job=job, markdown=checked, check=summary)
 
 

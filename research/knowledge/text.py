@@ -13,6 +13,7 @@ from collections import Counter
 
 from research import textre
 from research.ir import WORD_NOT_CJK, tokenize
+from research.report.sentences import sentence_bounds
 from research.scripts import CJK as CJK_RANGES
 from research.scripts import is_cjk as _is_cjk
 
@@ -25,19 +26,10 @@ _UNIT_RUN = textre.compile(f"([{CJK_RANGES}]+)|{WORD_NOT_CJK}+")
 # Pieces used to hard-split an over-long sentence while keeping its spacing; a CJK run (group 1, its
 # blanks in group 2) is cut by _hard_split itself.
 _SPLIT_PIECE = textre.compile(f"([{CJK_RANGES}]+)(\\s*)|([^\\s{CJK_RANGES}]+\\s*|\\s+)")
-# Sentence ends: Latin punctuation followed by space, or CJK full-width punctuation.
-# The mark itself (one character) stays with its sentence: see _split_sentences.
-_SENTENCE_END = textre.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？；][”’」』）]*\s*")
-
-
 def _split_sentences(line: str) -> list[str]:
-    parts: list[str] = []
-    last = 0
-    for m in _SENTENCE_END.finditer(line):
-        parts.append(line[last : m.start() + 1])
-        last = m.end()
-    parts.append(line[last:])
-    return parts
+    """The report's own sentence rule (research.report.sentences), so a chunk never ends mid-sentence
+    where a report sentence would not."""
+    return [line[start:end] for start, end in sentence_bounds(line, footnotes=True)]
 
 def term_frequencies(text: str) -> tuple[Counter[str], int]:
     """(term -> count, number of terms) for one chunk."""

@@ -18,9 +18,8 @@ The counts come from one markdown-it parse (linear time), not from patterns over
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
+from research.report.markdown import parser
 from research.scripts import WIDE, in_ranges
 
 SPOKEN_LINE_MAX_CHARS = 600  # about 40 s of speech in English, 2 min in Chinese
@@ -32,17 +31,10 @@ class RenderCost:
     table_cells: int
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Any:
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark").enable("table")
-
-
 def render_cost(markdown: str) -> RenderCost:
     """How many headings and table cells the report has, as a Markdown parser sees them."""
     headings = cells = 0
-    for token in _parser().parse(markdown):
+    for token in parser().parse(markdown):  # the report package's one parser (research.report.markdown)
         if token.type == "heading_open":
             headings += 1
         elif token.type in ("th_open", "td_open"):

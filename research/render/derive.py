@@ -1,6 +1,6 @@
 """Derive a slide outline and a two-host podcast script from a report, with no model.
 
-Both read the one parse of the report (`research.render.document.parse_report`): every bullet
+Both read the one parse of the report (`research.report.document.parse_report`): every bullet
 is one report sentence carrying that sentence's own citation markers, and the podcast speaks
 only content sentences (no engine notes, empty-section fillers or reference lists). Everything
 here is extractive: it reorganizes the report's sentences, it never invents content.
@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from research import scripts, textre
-from research.agents.citations import find_citation_markers
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
 from research.render.budgets import spoken_line
-from research.render.document import ReportDocument, Section, Sentence, is_aside, parse_report
-from research.render.html import is_reference_heading
+from research.report.carry import carried
+from research.report.citations import CITATION, find_citation_markers, strip_citations
+from research.report.document import ReportDocument, Section, Sentence, is_aside, parse_report
+from research.report.references import is_references_heading as is_reference_heading
 
 MAX_BULLETS = 5
 MIN_CONTINUATION_ITEMS = 3  # a continuation slide with fewer items is merged into its neighbour
@@ -150,7 +151,7 @@ def _join(parts: list[str]) -> str:
     out = ""
     for part in parts:
         part = part.strip()
-        if out and part and not textre.search(r"[。！？；：，]$|[。！？](?:\[\d+\])+$", out):
+        if out and part and strip_citations(out).rstrip()[-1:] not in "。！？；：，":
             out += " "
         out += part
     return out
@@ -389,14 +390,12 @@ _LEADS_ZH = ("对，而且", "此外，", "还有一点值得注意：", "另外
 _AFTER_LEAD_LOWER = textre.compile(r"^(?:A|An|The|In|On|At|By|For|Most|Some|Many|Analysts|Because|This|These|Its)\b")
 
 
-# RE2 has no lookaround: the context is matched as a group and put back.
-_CITE_MARK = textre.compile(r"(!?)\[\d{1,4}(?:\s*[,，]\s*\d{1,4})*\](\(?)")  # not an image, not a link
 _ZH_STOP = textre.compile(f"。[.。]+|([{scripts.HAN}])\\.(\\s|$)")  # 。。 / 中文. -> 。
 
 
 def tidy_line(text: str, zh: bool) -> str:
     """Spoken text: no markers or Markdown, one final punctuation mark ("？。" → "？"), no doubled marks."""
-    text = _CITE_MARK.sub(lambda m: m.group(0) if m.group(1) or m.group(2) else "", text)
+    text = CITATION.sub("", text)  # the report's grammar: never an image or a link
     text = textre.sub(r"[*_`#>]+", "", text)
     text = textre.sub(r"https?://\S+", "", text)
     text = textre.sub(r"\s+", " ", text).strip()
@@ -523,20 +522,27 @@ _STOCK = textre.compile(r"^(?:interesting|right|ok(?:ay)?|great|i see|wow|很有
 
 def repair_script(script: PodcastScript, doc: ReportDocument | None = None) -> PodcastScript:
     """Make a script (usually the model's) safe to speak: tidy punctuation, no markers or URLs, no
-    disclaimers or reference lists, no repeated or stock filler lines, speakers taking turns, every
-    line in a chapter. Raises `ScriptProblem` when too little is left."""
+    disclaimers or reference lists, no repeated or stock filler lines, only lines that carry a sentence
+    of `doc` (research.report.carry; the first and last lines and questions frame the talk and are
+    exempt), speakers taking turns, every line in a chapter. Raises
+    `ScriptProblem` when too little is left."""
     zh = _is_zh(script.locale)
     references = {textre.sub(r"\W+", "", r.title.lower()) for r in doc.references} if doc else set()
+    sentences = doc.sentences() if doc else None
     lines: list[PodcastLine] = []
     seen: set[str] = set()
     section = ""
-    for line in script.lines:
+    last = len(script.lines) - 1
+    for index, line in enumerate(script.lines):
         text = tidy_line(line.text, zh)
+        # The opening and closing lines and the host's questions frame the talk; every other line must
+        # carry a sentence of the report.
+        framing = index in (0, last) or text.endswith(("?", "？"))
         key = textre.sub(r"\W+", "", text.lower())
         if not key or key in seen or is_aside(text) or _STOCK.match(text) or key in references:
             continue
-        if textre.search(r"(?:^|\s)(?:references?|参考文献)\s*[:：]", text, textre.I):
-            continue
+        if _names_references(text) or (sentences is not None and not framing and carried(text, sentences) is None):
+            continue  # a reference list read aloud, or a line that says nothing the report says
         seen.add(key)
         section = (line.section or section or _t(zh, "Introduction", "开场")).strip()
         if lines and lines[-1].speaker == line.speaker and lines[-1].section == section:
@@ -547,6 +553,12 @@ def repair_script(script: PodcastScript, doc: ReportDocument | None = None) -> P
     if len(lines) < 4 or len({line.speaker for line in lines}) < 2:
         raise ScriptProblem(f"only {len(lines)} usable lines from {len(script.lines)} (or a single speaker)")
     return script.model_copy(update={"lines": lines, "title": tidy_line(script.title, zh).rstrip("。.")})
+
+
+def _names_references(text: str) -> bool:
+    """ "References: …" / "参考文献：…": the words before a colon name a references list."""
+    chunks = text.replace("：", ":").split(":")[:-1]
+    return any(is_reference_heading(" ".join(c.split()[-n:])) for c in chunks for n in (1, 2))
 
 
 def script_problems(script: PodcastScript) -> list[str]:
@@ -560,7 +572,8 @@ def script_problems(script: PodcastScript) -> list[str]:
         seen.setdefault(key, number)
         if is_aside(line.text) or _STOCK.match(line.text):
             problems.append(f"line {number} is filler: {line.text[:60]!r}")
-        if textre.search(r"[？?！!。.][。.](?:[^.]|$)|[，,][。.]|\[\d+\]|https?://", line.text):
+        markup = find_citation_markers(line.text)
+        if markup or textre.search(r"[？?！!。.][。.](?:[^.]|$)|[，,][。.]|https?://", line.text):
             problems.append(f"line {number} has bad punctuation or markup: {line.text[:60]!r}")
         if line.text[-1:] not in ".!?。！？…\"”'’)）":
             problems.append(f"line {number} does not end a sentence: {line.text[-30:]!r}")

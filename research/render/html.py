@@ -19,40 +19,19 @@ from urllib.parse import quote
 import nh3
 from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
-from markdown_it import MarkdownIt
-from markdown_it.rules_core import StateCore
-from markdown_it.token import Token
 
 from research import textre
+from research.report.citations import CITATION, find_citation_markers
+from research.report.links import safe_figure_name
+from research.report.markdown import MarkdownIt, StateCore, Token, new_parser, parse, parser
+from research.report.rawhtml import strip_raw_html
+from research.report.references import is_references_heading
 
-# `[3]`, `[3, 7]`, `[3，7]` (full-width comma in Chinese text).
-CITATION_RE = textre.compile(r"\[(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\]")
-REFERENCE_HEADINGS = frozenset(
-    {
-        "references",
-        "reference",
-        "sources",
-        "bibliography",
-        "works cited",
-        "参考文献",
-        "参考资料",
-        "引用",
-        "来源",
-        "资料来源",
-    }
-)
-# A figure name is one path component with an image extension: no directories, no "..", no scheme.
-_FIGURE_NAME_RE = textre.compile(r"^[\w][\w.\- ]{0,150}\.(?:png|jpe?g|gif|webp)$", textre.IGNORECASE)
-_HEADING_RE = textre.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are cut in _heading_text (no backtracking)
-_FENCE_RE = textre.compile(r"^\s{0,3}(`{3,}|~{3,})")
-# Raw HTML written in a report (or smuggled in as entities, which markdown-it decodes to text):
-# tags are removed from the visible text and these elements lose their content as well.
-# Scanned by hand with str.find (see _raw_tags), never with a backtracking pattern: report text
-# is up to 500k characters and the scan runs on the web server.
-_TAG_NAME_RE = textre.compile(r"<(/?)([A-Za-z][\w:-]*)")
-_DROP_CONTENT = frozenset(
-    {"script", "style", "iframe", "object", "embed", "svg", "math", "template", "noscript", "textarea"}
-)
+# Citations, the references heading, what a figure is and raw HTML are research.report's rules; the
+# parser is its one configuration (research.report.markdown), so the page shows what the checks read.
+is_reference_heading = is_references_heading
+__all__ = ["is_reference_heading", "markdown_sections", "markdown_title", "markdown_to_html", "report_html_cached",
+           "safe_figure_name", "sanitize_html", "strip_citations", "strip_inline_markdown"]
 
 ALLOWED_TAGS = frozenset(
     {
@@ -115,147 +94,19 @@ def sanitize_html(raw: str) -> str:
     )
 
 
-def safe_figure_name(src: str) -> str | None:
-    """Return the bare file name if `src` names a job figure (`figures/x.png`, `./x.png`), else None."""
-    src = src.strip()
-    for prefix in ("./", "figures/", "./figures/"):
-        if src.startswith(prefix):
-            src = src[len(prefix) :]
-            break
-    if "/" in src or "\\" in src or ".." in src or ":" in src:
-        return None
-    return src if _FIGURE_NAME_RE.match(src) else None
-
-
-def is_reference_heading(title: str) -> bool:
-    return title.strip().strip(":：").strip().lower() in REFERENCE_HEADINGS
-
-
-class _Finder:
-    """`text.find(needle, pos)` with the answer remembered while `pos` has not passed it.
-
-    Asking again from a later start reuses the last hit, so a scan that asks at every `<`
-    reads the text once in all (linear), not once per `<` (quadratic).
-    """
-
-    def __init__(self, text: str, needle: str) -> None:
-        self.text, self.needle, self.hit, self.start = text, needle, -1, len(text) + 1
-
-    def __call__(self, pos: int) -> int:
-        if not (self.start <= pos and (self.hit == -1 or self.hit >= pos)):
-            self.hit, self.start = self.text.find(self.needle, pos), pos
-        return self.hit
-
-
-def _raw_tags(text: str) -> list[tuple[int, int, bool, str]]:
-    """(start, end, closing, lower-case name) of each tag-like run: `<!-- … -->`, `<name …>`, `</name>`.
-
-    A tag ends at the first `>` outside quotes. One left open at the end of the text
-    (`<img src=x onerror=…`) counts when it has an attribute (whitespace, then `=`).
-    Linear time: a scan that stops at an unquoted `<` resumes there, and after one scan ran
-    off the end inside a quote, quotes are no longer special (so no scan is repeated).
-    """
-    find = {needle: _Finder(text, needle) for needle in ("<", ">", '"', "'", "=", "-->")}
-    found: list[tuple[int, int, bool, str]] = []
-    quotes = True
-    pos = 0
-    while (start := find["<"](pos)) != -1:
-        if text.startswith("<!--", start):
-            close = find["-->"](start + 4)
-            end = len(text) if close == -1 else close + 3
-            found.append((start, end, False, "!--"))
-            pos = end
-            continue
-        match = _TAG_NAME_RE.match(text, start)
-        after = match.end() if match else start
-        if match is None or not (after == len(text) or text[after] in "/>" or text[after].isspace()):
-            pos = start + 1
-            continue
-        end, outcome = _tag_body_end(text, after, find, quotes)
-        closing, name = bool(match.group(1)), match.group(2).lower()
-        if outcome == "tag":
-            found.append((start, end, closing, name))
-            pos = end
-        elif outcome == "lt":
-            pos = end  # a `<` we reached: the next candidate
-        elif find["="](after) != -1 and text[after : after + 1].isspace():
-            found.append((start, len(text), closing, name))  # open at the end, with an attribute
-            break
-        else:
-            quotes, pos = False, start + 1
-    return found
-
-
-def _tag_body_end(text: str, pos: int, find: dict[str, _Finder], quotes: bool) -> tuple[int, str]:
-    """Walk a tag's attributes from `pos`: ("tag", index after `>`), ("lt", index of `<`) or ("eof", len)."""
-    while True:
-        gt, lt = find[">"](pos), find["<"](pos)
-        marks = [gt, lt] + ([find['"'](pos), find["'"](pos)] if quotes else [])
-        first = min((m for m in marks if m != -1), default=-1)
-        if first == -1:
-            return len(text), "eof"
-        if first == gt:
-            return gt + 1, "tag"
-        if first == lt:
-            return lt, "lt"
-        close = find[text[first]](first + 1)
-        if close == -1:
-            return len(text), "eof"
-        pos = close + 1
-
-
-def _strip_raw_html(text: str, inside: str | None) -> tuple[str, str | None]:
-    """Remove tag-like text; `inside` is the dangerous element we are in (its content is dropped too)."""
-    out: list[str] = []
-    pos = 0
-    for start, end, closing, name in _raw_tags(text):
-        if inside is None:
-            out.append(text[pos:start])
-        if inside is None and not closing and name in _DROP_CONTENT and text[end - 2 : end] != "/>":
-            inside = name
-        elif inside is not None and closing and name == inside:
-            inside = None
-        pos = end
-    if inside is None:
-        out.append(text[pos:])
-    return "".join(out), inside
-
-
-def _raw_html_rule(state: StateCore) -> None:
-    """Core rule: with html=False raw HTML arrives as text; drop it instead of printing tag soup."""
-    tokens = state.tokens
-    for index, token in enumerate(tokens):
-        if token.type != "inline" or not token.children:
-            continue
-        # An unclosed <script> hides the rest of its own block only, never the rest of the report.
-        inside: str | None = None
-        kept: list[Token] = []
-        for child in token.children:
-            if child.type == "text":
-                child.content, inside = _strip_raw_html(child.content, inside)
-                if child.content:
-                    kept.append(child)
-            elif inside is None or child.type not in {"softbreak", "hardbreak", "code_inline"}:
-                kept.append(child)
-        token.children = kept
-        emptied = all(c.type in {"softbreak", "hardbreak"} or not c.content.strip() for c in kept)
-        if emptied and 0 < index < len(tokens) - 1 and tokens[index - 1].type == "paragraph_open":
-            tokens[index - 1].hidden = tokens[index + 1].hidden = True  # no empty <p> left behind
-            token.children = []
-
-
 def _split_citations(content: str, level: int, prefix: str = "") -> list[Token]:
     """Turn `text [1][2] more` into text / link tokens, one link per cited number."""
     out: list[Token] = []
     pos = 0
-    for match in CITATION_RE.finditer(content):
-        if match.start() > pos:
-            out.append(_text_token(content[pos : match.start()], level))
-        for number in textre.split(r"[,，]", match.group(1)):
+    for marker in find_citation_markers(content):
+        bracket = content.index("[", marker.start)  # the blanks before it stay text
+        if bracket > pos:
+            out.append(_text_token(content[pos:bracket], level))
+        for number in marker.numbers:
             link = Token("link_open", "a", 1, level=level)
-            link.attrs = {"class": "cite", "href": f"#{prefix}ref-{int(number)}"}
-            out += [link, _text_token(f"[{int(number)}]", level + 1), Token("link_close", "a", -1, level=level)]
-        pos = match.end()
+            link.attrs = {"class": "cite", "href": f"#{prefix}ref-{number}"}
+            out += [link, _text_token(f"[{number}]", level + 1), Token("link_close", "a", -1, level=level)]
+        pos = marker.end
     if pos < len(content):
         out.append(_text_token(content[pos:], level))
     return out
@@ -275,6 +126,7 @@ def _citations_rule(state: StateCore) -> None:
     """Core rule: citations become anchors; reference items get ids; headings get ids; alignment → class."""
     in_references = False
     heading_no = 0
+    used: set[str] = set()  # an id is given once per page: a second list never takes the anchors
     prefix = str(state.env.get("anchor_prefix") or "")
     tokens = state.tokens
     for index, token in enumerate(tokens):
@@ -296,9 +148,12 @@ def _citations_rule(state: StateCore) -> None:
             # `- [n] [Title](url)`: find the item's first inline token.
             for follower in tokens[index + 1 : index + 4]:
                 if follower.type == "inline":
-                    match = textre.match(r"\s*\[(\d{1,4})\]", follower.content)
-                    if match:
-                        token.attrSet("id", f"{prefix}ref-{int(match.group(1))}")
+                    markers = find_citation_markers(follower.content.lstrip())
+                    if markers and markers[0].start == 0 and len(markers[0].numbers) == 1:
+                        anchor = f"{prefix}ref-{markers[0].numbers[0]}"
+                        if anchor not in used:
+                            used.add(anchor)
+                            token.attrSet("id", anchor)
                     break
             continue
         if token.type != "inline" or not token.children or in_references:
@@ -310,7 +165,7 @@ def _citations_rule(state: StateCore) -> None:
                 link_depth += 1
             elif child.type == "link_close":
                 link_depth -= 1
-            if child.type == "text" and link_depth == 0 and CITATION_RE.search(child.content):
+            if child.type == "text" and link_depth == 0 and "[" in child.content:
                 new_children.extend(_split_citations(child.content, child.level, prefix))
             else:
                 new_children.append(child)
@@ -342,9 +197,7 @@ def _figures_rule(state: StateCore) -> None:
 
 
 def _make_parser(figure_url: Callable[[str], str] | None) -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
-    md.enable(["table", "strikethrough"])
-    md.core.ruler.push("research_raw_html", _raw_html_rule)
+    md = new_parser()
     md.core.ruler.push("research_citations", _citations_rule)
     md.core.ruler.push("research_figures", _figures_rule)
 
@@ -375,7 +228,7 @@ def markdown_to_html(md: str, *, figure_url: Callable[[str], str] | None = None,
     return mark_safe(sanitize_html(raw))  # noqa: S308 - sanitized by nh3 on the line itself
 
 
-HTML_CACHE_VERSION = 1  # bump when the renderer's output changes
+HTML_CACHE_VERSION = 2  # bump when the renderer's output changes
 
 
 def report_html_cached(*, report_id: int, markdown: str, figure_url: Callable[[str], str]) -> SafeString:
@@ -397,76 +250,48 @@ def default_figure_url(prefix: str) -> Callable[[str], str]:
     return lambda name: prefix.rstrip("/") + "/" + quote(name)
 
 
-def _iter_lines_outside_fences(md: str) -> list[tuple[str, bool]]:
-    """(line, inside_fence) pairs, so a `# comment` in a code block is not taken for a heading."""
-    out: list[tuple[str, bool]] = []
-    fence: str | None = None
-    for line in (md or "").splitlines():
-        match = _FENCE_RE.match(line)
-        if fence is None and match:
-            fence = match.group(1)[0] * len(match.group(1))
-            out.append((line, True))
-            continue
-        if fence is not None:
-            out.append((line, True))
-            if line.strip().startswith(fence) and set(line.strip()) <= {fence[0]}:
-                fence = None
-            continue
-        out.append((line, False))
+def _headings(md: str) -> list[tuple[int, str, int, int]]:
+    """(level, plain title, first line, line after) of each top-level heading, as markdown-it reads them."""
+    tokens, _ = parse(md or "")
+    out: list[tuple[int, str, int, int]] = []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.level == 0 and token.map:
+            title = strip_inline_markdown(tokens[index + 1].content)
+            out.append((int(token.tag[1]), title, token.map[0], token.map[1]))
     return out
-
-
-def _heading_text(match: textre.Match) -> str:
-    """A heading's text without an optional closing sequence (`## Title ##`)."""
-    text = match.group(2).strip()
-    bare = text.rstrip("#")
-    if bare != text and (not bare or bare[-1] in " \t"):
-        text = bare.strip()
-    return text
 
 
 def markdown_title(md: str, default: str = "") -> str:
     """The first `# Title` (any level if there is no level-1), else the first non-empty line."""
-    first_heading = ""
-    for line, fenced in _iter_lines_outside_fences(md):
-        match = None if fenced else _HEADING_RE.match(line)
-        if match:
-            title = strip_citations(strip_inline_markdown(_heading_text(match)))
-            if len(match.group(1)) == 1:
-                return title
-            first_heading = first_heading or title
-    if first_heading:
-        return first_heading
-    for line, _ in _iter_lines_outside_fences(md):
+    headings = _headings(md)
+    first = next((h for h in headings if h[0] == 1), headings[0] if headings else None)
+    if first is not None:
+        return strip_citations(first[1])
+    for line in (md or "").splitlines():
         if line.strip():
             return strip_inline_markdown(line.strip().lstrip("#>-* "))[:200]
     return default
 
 
 def markdown_sections(md: str) -> list[Section]:
-    """Split Markdown at headings (outside code fences). Text before the first heading is level 0."""
+    """Split Markdown at headings (outside code). Text before the first heading is level 0."""
+    lines = (md or "").split("\n")
     sections: list[Section] = []
-    level, title = 0, ""
-    body: list[str] = []
-    for line, fenced in _iter_lines_outside_fences(md):
-        match = None if fenced else _HEADING_RE.match(line)
-        if match:
-            if title or "".join(body).strip():
-                sections.append(Section(level, title, "\n".join(body).strip("\n")))
-            level, title, body = len(match.group(1)), strip_inline_markdown(_heading_text(match)), []
-        else:
-            body.append(line)
-    if title or "".join(body).strip():
-        sections.append(Section(level, title, "\n".join(body).strip("\n")))
+    level, title, start = 0, "", 0
+    for heading_level, heading_title, first, after in _headings(md):
+        body = "\n".join(lines[start:first]).strip("\n")
+        if title or body.strip():
+            sections.append(Section(level, title, body))
+        level, title, start = heading_level, heading_title, after
+    body = "\n".join(lines[start:]).strip("\n")
+    if title or body.strip():
+        sections.append(Section(level, title, body))
     return sections
 
 
 def strip_citations(text: str) -> str:
-    text = CITATION_RE.sub("", text)
+    text = CITATION.sub("", text)
     return textre.sub(r"\s+([,.;:!?，。；：！？])", r"\1", text).strip()
-
-
-_INLINE_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough"])
 
 
 def strip_inline_markdown(text: str) -> str:
@@ -476,11 +301,11 @@ def strip_inline_markdown(text: str) -> str:
     backtracked quadratically on lines like `_a _a _a …`), then tag-like text is dropped.
     """
     out: list[str] = []
-    for token in _INLINE_PARSER.parseInline(text or ""):
+    for token in parser().parseInline(text or ""):
         for child in token.children or []:
             if child.type in {"text", "code_inline"}:
                 out.append(child.content)
             elif child.type in {"softbreak", "hardbreak"}:
                 out.append(" ")
-    plain, _inside = _strip_raw_html("".join(out), None)
+    plain, _inside = strip_raw_html("".join(out), None)
     return " ".join(plain.split())

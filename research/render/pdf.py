@@ -25,8 +25,8 @@ from weasyprint import HTML  # noqa: E402
 from weasyprint.urls import URLFetcher, URLFetcherResponse  # noqa: E402
 
 from research.agents.text import is_chinese  # noqa: E402
-from research.render.document import ReportDocument, parse_report  # noqa: E402
 from research.render.html import markdown_to_html, strip_citations  # noqa: E402
+from research.report.document import ReportDocument, parse_report  # noqa: E402
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FIGURE_BYTES = 20 * 1024 * 1024

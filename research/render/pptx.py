@@ -33,8 +33,9 @@ from research import scripts, textre
 from research.agents.text import is_chinese
 from research.agents.types import Slide, SlideOutline
 from research.render.derive import reference_items, shorten, slide_outline
-from research.render.document import ReportDocument, parse_report
-from research.render.html import safe_figure_name
+from research.report.document import ReportDocument, parse_report
+from research.report.links import safe_figure_name
+from research.report.references import is_references_heading
 
 SLIDE_W = Inches(13.333)
 SLIDE_H = Inches(7.5)
@@ -493,7 +494,7 @@ def render_pptx(
         notes = intro + "；".join(agenda) + "。" if zh else intro + "; ".join(agenda) + "."
         plan.append(("bullets", ("议程" if zh else "Agenda", agenda[:MAX_AGENDA], notes)))
     plan.extend(content)
-    has_refs = any(_section_name(s.title).lower() in {"references", "sources", "参考文献"} for s in outline.slides)
+    has_refs = any(is_references_heading(_section_name(s.title)) for s in outline.slides)
     refs = [] if has_refs else reference_items(doc)
     ref_label = "参考文献" if zh else "References"
     chunks = _balanced(refs, MAX_BULLETS)

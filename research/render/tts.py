@@ -171,7 +171,8 @@ def speech_segments(text: str, locale: str) -> list[tuple[str, str]]:
     Chinese voice and vice versa); inside a sentence, Chinese runs in English text and runs of
     three or more English words in Chinese text are split out as well.
     """
-    from research.render.document import is_chinese_text, split_marked_text  # the one sentence splitter
+    from research.report.document import is_chinese_text
+    from research.report.sentences import split_marked_text  # the one sentence splitter
 
     en_locale, zh_locale = ("en-US", locale) if is_chinese(locale) else (locale, "zh-CN")
     pieces: list[tuple[str, str]] = []

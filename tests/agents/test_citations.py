@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from research.agents.citations import (
+from research.agents.nodes.model import drop_text_tool_calls
+from research.agents.types import SourceRef
+from research.report.citations import (
     citation_numbers,
     filter_citations,
     finalize_report,
     strip_citations,
     strip_references_section,
 )
-from research.agents.nodes.model import drop_text_tool_calls
-from research.agents.types import SourceRef
 
 
 @pytest.mark.parametrize(

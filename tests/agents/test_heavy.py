@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from research.agents.citations import citation_numbers
 from research.agents.depth import (
     ANCHOR_EN,
     ANCHOR_ZH,
@@ -24,6 +23,7 @@ from research.agents.synthesis import drop_uncited, finding_check
 from research.agents.text import detect_locale
 from research.agents.types import Plan, PlanStep, SourceRef, StepResult
 from research.llm.client import LLMClient
+from research.report.citations import citation_numbers
 from tests.support.fake_context import FakeContext, FakePage
 from tests.support.fake_llm import Reply
 from tests.support.scenario import Scenario, agent_of

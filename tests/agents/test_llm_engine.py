@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from research.agents.citations import citation_numbers
 from research.agents.engines import get_engine
 from research.agents.engines.llm import EngineError, LLMEngine
 from research.agents.graph import validate_plan
@@ -26,6 +25,7 @@ from research.agents.types import (
 )
 from research.llm.client import LLMClient
 from research.llm.types import CallRecord
+from research.report.citations import citation_numbers
 from tests.support.citecheck import check_citations
 from tests.support.fake_context import FakeContext, FakePage
 from tests.support.fake_llm import FakeLLM, Reply

@@ -13,10 +13,10 @@ import re
 import pytest
 
 from bench.eval.corpus import load_pages, search
-from research.agents.citations import finalize_report
 from research.agents.engines.offline import OfflineEngine, question_aspects
 from research.agents.types import SearchHit
-from research.agents.verify import report_check, uncited_factual_sentences
+from research.report.check import report_check, uncited_factual_sentences
+from research.report.citations import finalize_report
 from tests.support.citecheck import check_citations
 from tests.support.fake_context import FakeContext, FakePage
 

@@ -1,4 +1,4 @@
-"""Report edits go through research.agents.verify before they are saved."""
+"""Report edits go through research.report.check before they are saved."""
 
 from __future__ import annotations
 

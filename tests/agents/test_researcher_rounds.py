@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from research.agents.citations import citation_numbers
 from research.agents.engines.llm import LLMEngine
 from research.agents.nodes.researcher import OUTLINE_TOKEN_CAP, capped_outline, unwrap_report
 from research.agents.types import Plan, PlanStep, RunVariant, StepResult
 from research.llm.client import LLMClient
+from research.report.citations import citation_numbers
 from tests.support.fake_context import FakeContext, FakePage
 from tests.support.fake_llm import FakeLLM, Reply, prompt_tokens
 from tests.support.scenario import Scenario, agent_of

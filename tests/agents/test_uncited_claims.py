@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from bench.eval.server import EvalScenario
-from research.agents.citations import finalize_report
 from research.agents.engines.llm import LLMEngine
 from research.agents.text import detect_locale
 from research.agents.types import SourceRef
-from research.agents.verify import is_factual, model_judge, report_check, uncited_factual_sentences
 from research.llm.client import LLMClient
+from research.report.check import is_factual, model_judge, report_check, uncited_factual_sentences
+from research.report.citations import finalize_report
 from tests.support.fake_context import FakeContext, FakePage
 from tests.support.fake_llm import FakeLLM
 from tests.support.site import PAGES

@@ -1,12 +1,12 @@
-"""research.agents.verify: claims against their cited passages, unregistered links, gapless numbering."""
+"""research.report.check: claims against their cited passages, unregistered links, gapless numbering."""
 
 from __future__ import annotations
 
 import re
 
-from research.agents.citations import finalize_report
 from research.agents.types import SourceRef
-from research.agents.verify import cited_sentences, report_check, support_score
+from research.report.check import cited_sentences, report_check, support_score
+from research.report.citations import finalize_report
 
 SSB = SourceRef(
     3,
@@ -107,8 +107,8 @@ def test_cited_sentences_keep_markers_with_their_sentence():
 def test_model_judge_asks_the_model_and_treats_failures_as_cannot_tell():
     import json
 
-    from research.agents.verify import model_judge
     from research.llm.client import LLMClient
+    from research.report.check import model_judge
     from tests.support.fake_llm import FakeLLM, Reply
 
     def responder(body: dict) -> Reply:

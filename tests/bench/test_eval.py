@@ -17,8 +17,8 @@ from bench.eval import run as eval_run
 from bench.eval.corpus import CorpusSite, load_pages, search
 from bench.eval.metrics import fold, score_report, states_fact
 from bench.eval.run import compare, load_engines, load_questions
-from research.agents import verify
 from research.agents.types import SourceRef
+from research.report import check as verify
 
 ROOT = Path(__file__).resolve().parents[2]
 

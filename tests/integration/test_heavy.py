@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from research.agents.citations import citation_numbers
 from research.jobs import services
 from research.jobs.models import JobStatus, JobStep, Source, StepRun, StepStatus
+from research.report.citations import citation_numbers
 from tests.integration.helpers import assert_event_log_complete, wait_for
 from tests.support.citecheck import check_citations, report_sources
 

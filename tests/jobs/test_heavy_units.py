@@ -130,7 +130,7 @@ def test_a_heavy_offline_job_runs_end_to_end_in_process(alice, sent, live_settin
     assert [r["status"] for r in by_id["a"]["runs"]] == ["done", "done"]
     assert by_id["p"]["runs"] == []
     # Every citation of the finding is a source the runs registered.
-    from research.agents.citations import citation_numbers
+    from research.report.citations import citation_numbers
 
     registered = set(job.sources.values_list("number", flat=True))
     assert set(citation_numbers(step.result_md)) <= registered and citation_numbers(step.result_md)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from research.agents.citations import finalize_report
 from research.agents.engines.offline import OfflineEngine
+from research.report.citations import finalize_report
 from tests.render.conftest import EN_REPORT, ZH_REPORT
 from tests.support.fake_context import FakeContext, FakePage
 

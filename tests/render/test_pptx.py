@@ -9,12 +9,12 @@ import pytest
 from pptx import Presentation
 from pptx.util import Emu
 
-from research.agents.citations import cited_numbers
 from research.agents.types import Slide, SlideOutline
 from research.render.derive import expected_slide_count
-from research.render.document import parse_report
 from research.render.pptx import check_presentation, render_pptx, text_width_pt, wrap_text
 from research.render.preview import slides_to_png
+from research.report.citations import cited_numbers
+from research.report.document import parse_report
 from tests.render.reports import all_reports
 
 

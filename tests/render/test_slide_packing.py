@@ -7,7 +7,7 @@ import random
 import pytest
 
 from research.render.derive import MAX_BULLETS, expected_slide_count, slide_outline
-from research.render.document import parse_report
+from research.report.document import parse_report
 
 EN_WORDS = "solar module prices fell sharply while storage capacity and grid links grew across many markets".split()
 ZH_TEXT = "新能源汽车销量持续增长充电设施不断完善电池成本明显下降出口市场快速扩大"

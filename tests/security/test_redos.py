@@ -109,7 +109,7 @@ def _grow(text: str, size: int) -> str:
 def test_the_pattern_inventory_is_not_empty():
     assert len(PATTERNS) > 100, [where for where, _ in PATTERNS]
     assert any(where.startswith("render/html.py") for where, _ in PATTERNS)
-    assert any(where.startswith("agents/verify.py") for where, _ in PATTERNS)
+    assert any(where.startswith("report/claims.py") for where, _ in PATTERNS)
 
 
 @pytest.mark.parametrize(("where", "pattern"), PATTERNS, ids=[w for w, _ in PATTERNS])
@@ -174,8 +174,8 @@ _MARKDOWN_IT_HELPERS = {"markdown_title", "markdown_sections", "strip_inline_mar
 
 
 def _helpers() -> dict[str, Callable[[str], object]]:
-    from research.agents.citations import finalize_report, fix_figure_refs
     from research.render.html import markdown_sections, markdown_title, strip_inline_markdown
+    from research.report.citations import finalize_report, fix_figure_refs
 
     return {
         "markdown_title": markdown_title,

@@ -16,11 +16,11 @@ import pytest
 from django.urls import reverse
 
 from research.agents.types import SourceRef
-from research.agents.verify import report_check
 from research.jobs import services
 from research.jobs.models import JobEvent, JobStatus, ReportEditCheck, ResearchJob, Source
 from research.jobs.models import OutputStatus as Status
 from research.jobs.units import edit_check
+from research.report.check import report_check
 from tests.support.procs import AsgiServer
 
 PLAIN = "The market grew 12% in 2024 [4], driven by demand (see Table 2); analysts expect more.\n"
@@ -33,9 +33,14 @@ PAYLOADS: dict[str, Callable[[], str]] = {
 RATIO = 10.0
 
 
+# Its own references list: a user's [n] means entry n of the list the user saw (issue 31), and after the
+# first save that list numbers the source 1, so a plain edit posted again says what its [4] is.
+REFS = "\n\n## References\n\n- [4] [M](https://a.example/m)\n"
+
+
 def _plain(size: int) -> str:
     body = "# T\n\n" + PLAIN * (size // len(PLAIN) + 1)
-    return body[:size]
+    return body[: size - len(REFS)] + REFS
 
 
 def _cost(func: Callable[[], object]) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from research import textre
-from research.agents.citations import filter_citations, fix_figure_refs, strip_references_section
 from research.agents.nodes.budget import StepBudget
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -28,6 +27,7 @@ from research.agents.nodes.model import (
 from research.agents.nodes.tools import RUN_PYTHON_TOOL
 from research.agents.prompts import load_fragment, load_prompt
 from research.agents.types import AgentContext, CodeRun, Plan, PlanStep, StepResult
+from research.report.citations import filter_citations, fix_figure_refs, strip_references_section
 
 MAX_CODE_RUNS = 4  # the first run plus up to three fixes
 CODE_BLOCK = textre.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", textre.DOTALL | textre.IGNORECASE)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.agents.citations import FinalReport, finalize_report
 from research.agents.nodes.model import require_model
 from research.agents.prompts import load_prompt
 from research.agents.rank import split_sentences
 from research.agents.text import is_chinese
 from research.agents.types import AgentContext, SourceRef, ToolError
 from research.ir import BM25, tokenize
+from research.report.citations import FinalReport, finalize_report
 
 EXTRA_PAGES = 2
 MAX_SOURCE_CHARS = 3000

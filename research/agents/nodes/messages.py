@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from research.agents.citations import citation_numbers
 from research.agents.clock import today_section
 from research.agents.nodes.model import ChatModel, ToolCall, fit_texts, truncate_tokens
 from research.agents.types import Plan, PlanStep, SourceRef, StepResult
+from research.report.citations import citation_numbers
 
 
 def task_head(question: str, locale: str) -> list[str]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.agents.citations import ensure_title, fix_figure_refs, strip_references_section
 from research.agents.nodes.messages import plan_outline, sections, task_head
 from research.agents.nodes.model import ANSWER_RESERVE, EngineError, fit_texts, require_model
 from research.agents.prompts import load_fragment, load_prompt
 from research.agents.types import STYLES, AgentContext, Plan, StepResult
+from research.report.citations import ensure_title, fix_figure_refs, strip_references_section
 
 MAX_LISTED_SOURCES = 300
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from research.agents.citations import citation_numbers, filter_citations, strip_references_section
 from research.agents.nodes.budget import StepBudget, round_seconds
 from research.agents.nodes.messages import (
     allowed_from_prior,
@@ -51,6 +50,7 @@ from research.agents.types import (
     StepResult,
     ToolError,
 )
+from research.report.citations import citation_numbers, filter_citations, strip_references_section
 
 logger = logging.getLogger(__name__)
 

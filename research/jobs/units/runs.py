@@ -21,7 +21,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from research.agents.citations import strip_citations
 from research.agents.depth import ANCHORED_ENGINES, run_variants, step_runs, variant_from_dict
 from research.agents.types import Engine, Plan, PlanStep, StepResult
 from research.jobs import fairness
@@ -39,6 +38,7 @@ from research.jobs.units.common import (
 )
 from research.jobs.units.context import JobContext
 from research.jobs.units.lease import ENDED, Claim, WorkKind, unit_run
+from research.report.citations import strip_citations
 
 
 class RunsFailed(Exception):

@@ -17,10 +17,8 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
-from research.agents.citations import finalize_report
 from research.agents.graph import validate_plan
 from research.agents.types import JobCancelled, Plan
-from research.agents.verify import model_judge, report_check
 from research.jobs import fairness
 from research.jobs.artifacts import artifact_save_bytes
 from research.jobs.dispatch import enqueue_advance
@@ -32,6 +30,8 @@ from research.jobs.states import STAGES_BY_STATUS, job_set_status
 from research.jobs.units.common import accepted_plan, engine_for, now, queue_grace, short, step_results
 from research.jobs.units.context import JobContext
 from research.jobs.units.lease import Claim, LeaseLost, Outcome, UnitKind, lease_check, unit_run
+from research.report.check import model_judge, report_check
+from research.report.citations import finalize_report
 
 logger = logging.getLogger(__name__)
 

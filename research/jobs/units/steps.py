@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from research.agents.citations import strip_citations
 from research.agents.depth import step_runs
 from research.agents.graph import blocked_steps, ready_steps
 from research.agents.types import StepResult
@@ -27,6 +26,7 @@ from research.jobs.units.common import accepted_plan, engine_for, now, plan_step
 from research.jobs.units.context import JobContext
 from research.jobs.units.lease import ENDED, Claim, WorkKind, unit_run
 from research.jobs.units.runs import runs_fan_out, runs_synthesize, step_is_heavy
+from research.report.citations import strip_citations
 
 logger = logging.getLogger(__name__)
 

@@ -491,7 +491,8 @@ def job_report_version(request: HttpRequest, job_id: int, number: int) -> HttpRe
                                  new_label=f"v{current.number}") if version.pk != current.pk and comparable else []
     return render(request, "jobs/report_version.html", {
         "job": job, "version": version, "current": current, "diff": diff, "comparable": comparable,
-        "html": markdown_to_html(version.markdown, figure_url=_figure_url(job)),
+        # The same cache as the job page: a version never changes, so it is rendered once, not per request.
+        "html": report_html_cached(report_id=version.pk, markdown=version.markdown, figure_url=_figure_url(job)),
     })
 
 

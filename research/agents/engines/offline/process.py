@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from research import textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.write import _notes_sentences
 from research.agents.text import is_chinese
 from research.agents.types import AgentContext, Plan, PlanStep, StepResult
-
-_CITATION = textre.compile(r"\[\d{1,4}(?:\s*,\s*\d{1,4})*\]")
+from research.report.citations import strip_citations
 
 _STATS_CODE = """\
 import statistics
@@ -36,7 +34,7 @@ def process_step(
     for result in prior:
         quoted = [s["text"] for s in _notes_sentences(result)]
         # Without ranked sentences (another engine's result), read its text minus the [n] markers.
-        sentences += quoted or [_CITATION.sub(" ", result.report_md)]
+        sentences += quoted or [strip_citations(result.report_md)]
     values = _numbers(sentences)
     notes: dict[str, Any] = {"engine": engine, "values": values}
     if not values:
