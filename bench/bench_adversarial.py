@@ -60,8 +60,8 @@ def _paths(stack: Any) -> dict[str, Callable[[str], object]]:
     from research.knowledge.extract import DocumentRejected, extract_document
     from research.knowledge.text import chunk_text
     from research.llm.parsing import parse_tool_call_tags, split_reasoning
-    from research.render.derive import podcast_script_from_markdown
     from research.render.html import markdown_to_html
+    from research.render.podcast_script import podcast_script_from_markdown
     from research.render.tts import speech_segments
     from research.report.check import report_check
 
@@ -163,9 +163,9 @@ def _parser_paths() -> dict[str, tuple[Callable[[str], object], Callable[[int], 
     """Each path with its plain input of a given size (HTML for the extractor, prose for the rest)."""
     from research.jobs.web.forms import report_markdown_problem
     from research.knowledge.extract import DocumentRejected, extract_document
-    from research.render.derive import podcast_script_from_markdown
     from research.render.html import markdown_to_html
     from research.render.pdf import build_pdf_html
+    from research.render.podcast_script import podcast_script_from_markdown
     from research.render.tts import speech_segments
 
     def extract(text: str) -> object:

@@ -44,9 +44,9 @@ def make_report(words: int) -> str:
 
 
 def run(*, words: int = 5000) -> dict[str, Any]:
-    from research.render.derive import podcast_script_from_markdown
     from research.render.pdf import render_pdf
     from research.render.podcast import render_podcast
+    from research.render.podcast_script import podcast_script_from_markdown
     from research.render.pptx import render_pptx
     from research.render.preview import previews_available, slides_to_png
     from research.render.tts import choose_backend

@@ -49,7 +49,9 @@ def _spelled_ranges(source: str) -> list[str]:
             for i in range(1, len(text) - 1):
                 if text[i] == "-" and (_east_asian(ord(text[i - 1])) or _east_asian(ord(text[i + 1]))):
                     found.append(f"line {node.lineno}: {text[i - 1 : i + 2]!r}")
-        elif isinstance(node, ast.Compare):
+        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE)
+                                                   for op in node.ops):
+            # A range is bounded by an ordering; `"、" in text` names one mark, not a script.
             parts = [node.left, *node.comparators]
             uses_ord = any(isinstance(p, ast.Call) and getattr(p.func, "id", "") == "ord" for p in parts)
             for part in parts:
@@ -73,7 +75,7 @@ def f(ch):
 '''
     found = _spelled_ranges(sample)
     assert len(found) == 6, found  # three classes, two string bounds, one ord() bound
-    assert _spelled_ranges('A = "[a-z0-9]"\nB = "中文。-"\nC = n > 20000\nD = "，。"\n') == []
+    assert _spelled_ranges('A = "[a-z0-9]"\nB = "中文。-"\nC = n > 20000\nD = "，。"\nE = "、" in s\n') == []
 
 
 def test_no_module_but_scripts_spells_a_cjk_range():

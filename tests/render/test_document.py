@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from research.render.derive import podcast_script, slide_outline
+from research.render.derive import slide_outline
+from research.render.podcast_script import podcast_script
 from research.report.citations import cited_numbers
 from research.report.document import Figure, ListBlock, Paragraph, Sentence, Table, parse_report
 from tests.render.reports import all_reports

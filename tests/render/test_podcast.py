@@ -11,7 +11,8 @@ import pytest
 from mutagen.id3 import ID3
 
 from research.agents.types import PodcastLine, PodcastScript
-from research.render.derive import (
+from research.render.podcast import PodcastError, expected_duration_s, render_podcast
+from research.render.podcast_script import (
     ScriptProblem,
     podcast_script,
     podcast_script_from_markdown,
@@ -19,7 +20,6 @@ from research.render.derive import (
     script_from_model,
     script_problems,
 )
-from research.render.podcast import PodcastError, expected_duration_s, render_podcast
 from research.render.tts import EspeakTTS, TTSError, choose_backend, speech_segments
 from research.report.document import parse_report
 from tests.render.reports import all_reports

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from research.render.derive import podcast_script_from_markdown
+from research.render.podcast_script import podcast_script_from_markdown
 
 EN = """# What limits solid-state battery production and safety?
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from research.agents.nodes.scripts import _carrying_slides
 from research.agents.types import PodcastLine, PodcastScript, Slide, SlideOutline
-from research.render.derive import repair_script, slide_outline
+from research.render.derive import slide_outline
+from research.render.podcast_script import repair_script
 from research.report.document import parse_report
 
 REPORT = """# Heating

@@ -17,8 +17,8 @@ from research import ratelimit
 from research.jobs.web.forms import render_budget_problem
 from research.knowledge.extract import DocumentRejected, extract_document
 from research.render.budgets import render_cost, spoken_line
-from research.render.derive import podcast_script_from_markdown
 from research.render.pdf import TOC_MAX_ENTRIES, build_pdf_html
+from research.render.podcast_script import podcast_script_from_markdown
 
 RATIO = 10.0
 PLAIN_P = "<p>The market grew 12% in 2024, driven by demand; analysts expect more.</p>\n"

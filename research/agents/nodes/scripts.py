@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 def podcast_script(ctx: AgentContext, report_md: str) -> PodcastScript:
-    from research.render.derive import script_from_model  # repaired before TTS, or derived from the report
+    from research.render.podcast_script import script_from_model  # repaired before TTS, or derived from the report
 
     llm = require_model(ctx)
     locale = detect_locale(report_md[:4000], default=ctx.locale or "en-US")

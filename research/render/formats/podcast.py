@@ -13,7 +13,7 @@ def _render(req: RenderRequest) -> Rendered:
         script = req.engine.podcast_script(req.ctx, req.markdown)
         backend = None  # the TTS_BACKEND setting
     else:
-        from research.render.derive import podcast_script_from_markdown
+        from research.render.podcast_script import podcast_script_from_markdown
         from research.render.tts import choose_backend
 
         script = podcast_script_from_markdown(req.markdown, locale=req.locale)

@@ -430,7 +430,9 @@ class OfflineEngine:
     # -- derived outputs
 
     def podcast_script(self, ctx: AgentContext, report_md: str) -> PodcastScript:
-        from research.render.derive import podcast_script_from_markdown  # render imports lazily: keep agents light
+        from research.render.podcast_script import (
+            podcast_script_from_markdown,  # render imports lazily: keep agents light
+        )
 
         return podcast_script_from_markdown(report_md, locale=ctx.locale)
 

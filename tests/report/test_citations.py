@@ -1,4 +1,4 @@
-"""The one citation grammar and the report Markdown helpers (research/agents/citations.py)."""
+"""The one citation grammar and the report Markdown helpers (research/report/citations.py)."""
 
 from __future__ import annotations
 
