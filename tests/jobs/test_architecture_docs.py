@@ -95,3 +95,9 @@ def test_the_table_reader_sees_cells():
     table = _tables("| A | B |\n|---|---|\n| `x.py` | only `y.py` (z) |\n")
     assert table == [[["A", "B"], ["`x.py`", "only `y.py` (z)"]]]
     assert _code_spans("only `a.py` (x) and `b.py`") == ["a.py", "b.py"]
+
+
+def test_every_package_of_research_has_a_row():
+    listed = {_code_spans(row[0])[0].rstrip("/") for row in _parts_table()}
+    packages = {f"research/{path.parent.name}" for path in (ROOT / "research").glob("*/__init__.py")}
+    assert packages - listed == set()
