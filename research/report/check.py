@@ -27,7 +27,7 @@ it counts as unchecked unless a `judge` (e.g. a model) is given.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from research import scripts, textre
@@ -159,15 +159,16 @@ class ReportTooLarge(ValueError):
         self.size, self.limit, self.marked = size, limit, marked
 
 
-def _sentences_of(markdown: str) -> list[str]:
-    """Each sentence of the body outside code, inline code left out, headings and references skipped."""
+def _sentences_of(markdown: str, *, skip_line: Callable[[str], bool] | None = None) -> list[str]:
+    """Each sentence of the body outside code, inline code left out, headings, references and the lines
+    `skip_line` names skipped."""
     parts, _codes, _ = protected_parts(report_body(markdown))
     out: list[str] = []
     for part, is_code in parts:
         if is_code:
             continue
         for line in part.splitlines():
-            if line.lstrip().startswith("#"):
+            if line.lstrip().startswith("#") or (skip_line is not None and skip_line(line)):
                 continue
             out.extend(line[start:end] for start, end in line_sentences(line))
     return out
@@ -430,19 +431,11 @@ def _claim_line(line: str) -> bool:
 
 def uncited_factual_sentences(markdown: str) -> list[str]:
     """Plain text of the body's sentences that state a fact (`is_factual`) and cite nothing."""
-    parts, _codes, _ = protected_parts(report_body(markdown))
     out: list[str] = []
-    for part, is_code in parts:
-        if is_code:
-            continue
-        for line in part.splitlines():
-            if line.lstrip().startswith("#") or _claim_line(line):
-                continue
-            for start, end in line_sentences(line):
-                sentence = line[start:end]
-                plain = plain_text(restore_code(sentence, []))
-                if plain and not _cited(sentence) and is_factual(plain):
-                    out.append(plain)
+    for sentence in _sentences_of(markdown, skip_line=_claim_line):
+        plain = plain_text(restore_code(sentence, []))
+        if plain and not _cited(sentence) and is_factual(plain):
+            out.append(plain)
     return out
 
 
