@@ -100,7 +100,9 @@ def test_plan_form_validation_errors_are_shown(page, dora, asgi_server, worker, 
     _submit(page, base, "Why did solar get cheaper?", auto_accept=False, max_steps=2)
     page.wait_for_selector("#plan-editor", timeout=60_000)
     first_id = page.input_value("#id_form-0-id")
-    page.fill("#id_form-1-id", first_id)  # duplicate id
+    # Ids are hidden since issue 33, so no one types a duplicate; a stale or scripted page can still post
+    # one, and the server's refusal must still be shown on the step.
+    page.eval_on_selector("#id_form-1-id", "(e, v) => { e.value = v; }", first_id)
     page.click("#accept-plan")
     page.wait_for_selector(".plan-step .errors")
     assert "unique" in page.inner_text("#plan-editor")
