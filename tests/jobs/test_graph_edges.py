@@ -9,7 +9,6 @@ engine against the test site.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import pytest
@@ -17,9 +16,10 @@ from django.conf import settings
 
 from research.agents.engines.offline.engine import OfflineEngine
 from research.agents.types import Plan, PlanStep
-from research.jobs import conversation, dispatch, services
+from research.jobs import conversation, services
 from research.jobs.models import JobStatus, OutputRender, OutputStatus, ResearchJob, StepStatus
-from research.jobs.units import lease, renders, stages, steps
+from research.jobs.units import stages
+from tests.support.inline_units import drain, inline_broker
 from tests.support.jobs import TO_REVIEW, job_walk
 
 S = JobStatus
@@ -27,29 +27,7 @@ S = JobStatus
 
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple]:
-    units: list[tuple] = []
-    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: units.append(a))
-    # Units run inline here: no lease-renewing side thread (its own DB connection would close the test's).
-    monkeypatch.setattr(lease, "lease_kept", lambda *a, **k: contextlib.nullcontext())
-    return units
-
-
-RUNNERS = {
-    "advance": lambda job_id: stages.job_advance(job_id=job_id),
-    "schedule": lambda job_id: steps.job_schedule(job_id=job_id),
-    "step": lambda job_id, step_id: steps.step_run(job_id=job_id, step_id=step_id),
-    "render": lambda job_id, kind: renders.output_render(job_id=job_id, kind=kind),
-}
-
-
-def drain(sent: list[tuple], limit: int = 200) -> None:
-    """Run the queued units inline, in the order they were sent, until none is left."""
-    for _ in range(limit):
-        if not sent:
-            return
-        unit = sent.pop(0)
-        RUNNERS[unit[0]](*unit[1:])
-    raise AssertionError("units kept coming")
+    return inline_broker(monkeypatch)
 
 
 def events(job: ResearchJob, type_: str) -> list[dict[str, Any]]:

@@ -6,51 +6,28 @@ worker versions are tests/integration/test_heavy.py and tests/faults/test_heavy_
 
 from __future__ import annotations
 
-import contextlib
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from research.agents.types import Plan, PlanStep
-from research.jobs import dispatch, services
+from research.jobs import services
 from research.jobs.models import JobStatus, JobStep, ResearchJob, StepRun, StepStatus
 from research.jobs.selectors import job_summary
-from research.jobs.units import lease, runs, stages, steps
+from research.jobs.units import runs, steps
 from research.jobs.units.reaper import reap_stale_work
+from tests.support.inline_units import drain, inline_broker
 from tests.support.jobs import TO_REVIEW, job_walk
 
 
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple]:
-    units: list[tuple] = []
-    monkeypatch.setattr(dispatch, "send_on_commit", lambda *a: units.append(a))
-    # Units run inline here: no lease-renewing side thread (its own DB connection would close the test's).
-    monkeypatch.setattr(lease, "lease_kept", lambda *a, **k: contextlib.nullcontext())
-    return units
+    return inline_broker(monkeypatch)
 
 
-RUNNERS = {
-    "advance": lambda job_id: stages.job_advance(job_id=job_id),
-    "schedule": lambda job_id: steps.job_schedule(job_id=job_id),
-    "step": lambda job_id, step_id: steps.step_run(job_id=job_id, step_id=step_id),
-    "run": lambda job_id, step_id, index: runs.run_research(job_id=job_id, step_id=step_id, index=index),
-}
-
-
-def drain(sent: list[tuple], *, skip=lambda unit: False, limit: int = 400) -> list[tuple]:
-    """Run the queued units inline until none is left; return the ones `skip` held back."""
-    held: list[tuple] = []
-    for _ in range(limit):
-        if not sent:
-            return held
-        unit = sent.pop(0)
-        if skip(unit):
-            held.append(unit)
-            continue
-        if unit[0] in RUNNERS:
-            RUNNERS[unit[0]](*unit[1:])
-    raise AssertionError("units kept coming")
+# Renders and other units these tests do not follow are dropped, as before.
+KINDS = ("advance", "schedule", "step", "run")
 
 
 def researching_job(user, plan_steps: list[PlanStep], **options) -> ResearchJob:
@@ -112,7 +89,7 @@ def test_depth_options_are_checked(alice, sent):
 
 def test_a_heavy_offline_job_runs_end_to_end_in_process(alice, sent, live_settings):
     job = researching_job(alice, STEPS, depth="heavy", runs=2)
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
     step = JobStep.objects.get(job=job, step_id="a")
@@ -139,7 +116,7 @@ def test_a_heavy_offline_job_runs_end_to_end_in_process(alice, sent, live_settin
 def test_a_lost_run_is_requeued_by_the_reaper_and_the_step_still_synthesizes(alice, sent, live_settings, settings):
     job = researching_job(alice, STEPS[:1], depth="heavy", runs=3)
     # Run 1's message is "lost" with its worker: claimed, then never finished.
-    held = drain(sent, skip=lambda u: u[0] == "run" and u[3] == 1)
+    held = drain(sent, kinds=KINDS, skip=lambda u: u[0] == "run" and u[3] == 1)
     assert held == [("run", job.pk, "a", 1)]
     claimed = runs.run_claim(job.pk, "a", 1)
     assert claimed is not None
@@ -149,7 +126,7 @@ def test_a_lost_run_is_requeued_by_the_reaper_and_the_step_still_synthesizes(ali
     counts = reap_stale_work()
     assert counts["runs"] == 1
     assert events(job, "run.requeued")[0]["run"] == 1
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
     run1 = StepRun.objects.get(step=step, index=1)
@@ -160,11 +137,11 @@ def test_a_lost_run_is_requeued_by_the_reaper_and_the_step_still_synthesizes(ali
 def test_a_run_lost_every_time_is_reported_and_the_step_merges_the_rest(alice, sent, live_settings, settings):
     settings.STEP_MAX_ATTEMPTS = 1
     job = researching_job(alice, STEPS[:1], depth="heavy", runs=2)
-    drain(sent, skip=lambda u: u[0] == "run" and u[3] == 0)
+    drain(sent, kinds=KINDS, skip=lambda u: u[0] == "run" and u[3] == 0)
     assert runs.run_claim(job.pk, "a", 0) is not None
     StepRun.objects.filter(job=job, index=0).update(lease_until=timezone.now() - timedelta(seconds=1))
     reap_stale_work()
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
     failed = events(job, "run.failed")
@@ -176,7 +153,7 @@ def test_a_run_lost_every_time_is_reported_and_the_step_merges_the_rest(alice, s
 def test_every_run_failing_fails_the_step_with_their_reasons(alice, sent, settings):
     settings.SEARXNG_URL = "http://127.0.0.1:9/"  # nothing answers: every run finds no source
     job = researching_job(alice, STEPS[:1], depth="heavy", runs=2)
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     step = JobStep.objects.get(job=job, step_id="a")
     assert step.status == StepStatus.FAILED and step.error.startswith("every run failed (run 1:")
@@ -185,7 +162,7 @@ def test_every_run_failing_fails_the_step_with_their_reasons(alice, sent, settin
 
 def test_retry_keeps_done_runs_and_redoes_the_others(alice, sent, live_settings):
     job = researching_job(alice, STEPS[:1], depth="heavy", runs=2)
-    drain(sent)
+    drain(sent, kinds=KINDS)
     step = JobStep.objects.get(job=job, step_id="a")
     # Pretend run 1 failed and the job failed with it.
     StepRun.objects.filter(step=step, index=1).update(status=StepStatus.FAILED, error="boom")
@@ -194,7 +171,7 @@ def test_retry_keeps_done_runs_and_redoes_the_others(alice, sent, live_settings)
     job.refresh_from_db()
     sent.clear()
     services.job_retry(job=job)
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
     rows = {r.index: r for r in StepRun.objects.filter(step=step)}
@@ -205,7 +182,7 @@ def test_cancelling_a_heavy_job_cancels_its_queued_runs(alice, sent):
     job = researching_job(alice, STEPS[:1], depth="heavy", runs=2)
     steps.job_schedule(job_id=job.pk)
     services.job_cancel(job=job)
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
     assert set(StepRun.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.CANCELLED}
@@ -215,7 +192,7 @@ def test_a_chinese_heavy_offline_job_synthesizes_chinese_findings(alice, sent, l
     job = services.job_create(user=alice, question="中国新能源汽车销量增长的原因是什么？",
                               options={"engine": "offline", "auto_accept": True, "max_steps": 2, "depth": "heavy",
                                        "runs": 2})
-    drain(sent)
+    drain(sent, kinds=KINDS)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
     assert job.locale == "zh-CN"
