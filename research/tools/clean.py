@@ -19,10 +19,15 @@ single sentence). Each is idempotent. Patterns are RE2 (research.textre), run on
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from configparser import ConfigParser
+from typing import Any
+
 from research import textre
 from research.report.sentences import sentence_bounds
 
-__all__ = ["clean_markdown", "clean_text", "is_furniture", "looks_like_rst"]
+__all__ = ["clean_markdown", "clean_text", "cleaned_or_whole", "extractor_config", "is_furniture", "looks_like_rst"]
 
 # --- one line ------------------------------------------------------------------------------
 
@@ -166,7 +171,9 @@ _SPONSOR_WORDS = frozenset(
     "financial code our and & gold silver bronze platinum thanks thank you to special corporate "
     "individuals organizations organisations the all".split()
 )
-_SPONSOR_CORE = frozenset("sponsor sponsors backer backers supporter supporters donation donations donate contributors".split())
+_SPONSOR_CORE = frozenset(
+    "sponsor sponsors backer backers supporter supporters donation donations donate contributors".split()
+)
 _SPONSOR_ZH = ("赞助", "捐赠", "捐助", "贡献者", "支持者")
 
 
@@ -184,7 +191,8 @@ def is_sponsor_heading(title: str) -> bool:
 _RST_DIRECTIVE = textre.compile(r"^\.\.\s+(?:\|[^|]+\|\s+)?[\w:-]+::")
 _RST_EXPLICIT = textre.compile(r"^\.\.(?:\s|$)")
 _RST_SUBS_ONLY = textre.compile(r"^\s*\|[^|\s][^|]*\|(?:_{0,2})(?:\s+\|[^|\s][^|]*\|(?:_{0,2}))*\s*$")
-_RST_META_FIELD = textre.compile(r"^:(?:Authors?|Date|Updated|Last[ -]updated|Contact|Organization|Copyright):", textre.I)
+# Bibliographic fields that are bylines and dates (":Version:" and ":Web:" stay: a user may ask for them).
+_RST_META_FIELD = textre.compile(r"^:(?:Authors?|Date|Updated|Last[ -]updated|Contact|Organization):", textre.I)
 _ADORNMENT_CHARS = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -276,11 +284,15 @@ def clean_text(text: str) -> str:
     return _join(_clean_lines(lines, [True] * len(lines)))
 
 
-def _md_parser():  # type: ignore[no-untyped-def]
+@functools.cache
+def _md_parser(*, inline: bool) -> Any:
     from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
 
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    # Block structure only for the document: inline parsing (emphasis, links) costs 15x more on adversarial
+    # uploads and is needed only for the few short paragraphs that may be badges (_paragraph_is_badges).
+    return md if inline else md.disable("inline")
 
 
 def _html_block_is_empty(source: str) -> bool:
@@ -297,16 +309,23 @@ def _html_block_is_empty(source: str) -> bool:
     return not fragment.text_content().strip()
 
 
-def _paragraph_is_badges(children: list) -> bool:  # type: ignore[type-arg]
+_BADGES_MAX = 4000  # characters: a row of badges is short; longer paragraphs are not inline-parsed
+
+
+def _paragraph_is_badges(content: str) -> bool:
     """Inline content made of images (and links around them) only: badges, logos."""
+    if len(content) > _BADGES_MAX or not content.lstrip().startswith(("![", "[![", "<img", "<a")):
+        return False
     images = 0
-    for child in children:
+    for child in _md_parser(inline=True).parseInline(content)[0].children or []:
         if child.type == "image":
             images += 1
         elif child.type in ("link_open", "link_close", "softbreak", "hardbreak"):
             continue
         elif child.type == "text" and not child.content.strip():
             continue
+        elif child.type == "html_inline" and child.content.lower().startswith(("<img", "<a ", "<a>", "</a")):
+            images += child.content.lower().startswith("<img")
         else:
             return False
     return images > 0
@@ -320,7 +339,7 @@ def clean_markdown(text: str) -> str:
     then get the line rules (modelines, meta runs, share lines, blurbs); code and tables are never touched.
     """
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    tokens = _md_parser().parse("\n".join(lines))
+    tokens = _md_parser(inline=False).parse("\n".join(lines))
     keep = [True] * len(lines)
     prose = [False] * len(lines)
     headings: list[tuple[int, int, bool]] = []  # (first line, level, sponsor?) of top-level headings
@@ -336,8 +355,7 @@ def clean_markdown(text: str) -> str:
         elif tok.type == "html_block" and tok.map and _html_block_is_empty(tok.content):
             drop(tok.map)
         elif tok.type == "paragraph_open" and tok.map:
-            inline = tokens[n + 1]
-            if _paragraph_is_badges(inline.children or []):
+            if _paragraph_is_badges(tokens[n + 1].content):
                 drop(tok.map)
             else:
                 for j in range(tok.map[0], tok.map[1]):
@@ -355,7 +373,13 @@ def clean_markdown(text: str) -> str:
     return _join(_clean_lines([line for line, _ in kept], [p for _, p in kept]))
 
 
-def extractor_config():  # type: ignore[no-untyped-def]
+def cleaned_or_whole(text: str, clean: Callable[[str], str]) -> str:
+    """`clean(text)`, or `text` itself when nothing but furniture would be left (a page or upload is never lost)."""
+    cleaned = clean(text)
+    return cleaned if textre.search(r"\w", cleaned) else text
+
+
+def extractor_config() -> ConfigParser:
     """trafilatura's settings for main-text extraction here.
 
     MIN_EXTRACTED_SIZE 1 instead of 250: below that size trafilatura replaces its extraction with a
