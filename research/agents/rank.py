@@ -15,6 +15,7 @@ from research import scripts, textre
 from research.agents.text import detect_locale, is_chinese
 from research.ir import BM25, stem, tokenize
 from research.report.sentences import sentence_bounds
+from research.tools.clean import is_furniture
 
 __all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
 
@@ -92,6 +93,8 @@ def _letters_ratio(text: str) -> float:
 def is_content_sentence(sentence: str) -> bool:
     """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture."""
     if not _ends_sentence(sentence) or _MARKUP.search(sentence) or _BOILERPLATE.search(sentence):
+        return False
+    if is_furniture(sentence):  # a byline or blurb in text fetched or indexed before cleaning (research.tools.clean)
         return False
     cjk = scripts.count_han(sentence)
     if cjk >= 6:

@@ -45,8 +45,12 @@ _DATE = (
 )
 _NAME_EN = r"(?:the\s+)?[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|and|&|de|van|von|der)){0,5}"
 _NAME_ZH = f"[^\\s{_SEP_CHARS}，。！？、,;；：:]{{1,20}}"
-# Segments that say "this is page furniture" by themselves.
-_MARKED = (
+_BYLINE_EN = (
+    f"(?:By|BY|Written\\s+by|Posted\\s+by|Reported\\s+by|Words\\s+by|Story\\s+by|Edited\\s+by|Authors?:|Editor:)"
+    f"\\s+{_NAME_EN}"
+)
+# Segments that say "this is page furniture" by themselves, but for English bylines (below).
+_MARKED_BOUNDED = (
     # reading time and views
     r"\d{1,3}\s*-?\s*min(?:ute)?s?\.?\s+read|(?:Reading|Read)\s+time\s*:?\s*(?:about\s+|approx\.?\s+|~\s*)?"
     r"\d{1,3}\s*min(?:ute)?s?\.?"
@@ -56,19 +60,26 @@ _MARKED = (
     f"|(?:Last\\s+[Uu]pdated|Updated|UPDATED|Published|PUBLISHED|First\\s+published|Posted|Modified|Last\\s+modified|Date)"
     f"(?:\\s+on)?\\s*:?\\s*{_DATE}"
     f"|(?:更新于|更新时间|最后更新|最近更新|发布于|发布时间|发表于|发表时间|发布日期|时间|日期)\\s*[：:]?\\s*{_DATE}"
-    # bylines
-    f"|(?:By|BY|Written\\s+by|Posted\\s+by|Reported\\s+by|Words\\s+by|Story\\s+by|Edited\\s+by|Authors?:|Editor:)\\s+{_NAME_EN}"
+    # Chinese bylines: the name ends at the first blank or separator
     f"|(?:作者|记者|编辑|责任编辑|责编|撰文|文|编者|通讯员|供稿|出品|来源)\\s*[：:/｜|]\\s*{_NAME_ZH}"
     f"|(?:本报记者|本报通讯员|特约记者)\\s*{_NAME_ZH}"
 )
+_MARKED = f"{_MARKED_BOUNDED}|{_BYLINE_EN}"
 _SEGMENT = f"(?:{_MARKED}|{_DATE})"
 _RUN = f"{_SEGMENT}(?:{_SEP}{_SEGMENT})*"
+# An English name has no end of its own: "By Jane Doe The prices…" may be a byline glued to text, or
+# "By March 14, 2025 prices…" a sentence. So text glued after a blank alone needs a run that ends with
+# a segment that has an end (a date, a reading time); after an English byline it needs a separator.
+_RUN_BOUNDED_END = f"(?:{_SEGMENT}{_SEP})*(?:{_MARKED_BOUNDED}|{_DATE})"
 _MARKED_RE = textre.compile(f"(?:{_MARKED})")
 _TERMINATORS = "。！？!?"
+_REST = r"(?P<{name}>[^\s\p{{Ll}}].*)"  # the glued text starts a sentence: not a lower-case word
 # A meta run alone on a line, or at its start after a short title and before the text it is glued to.
 _META_LINE = textre.compile(
-    f"^\\s*(?:(?P<title>[^\\n{_TERMINATORS}]{{0,120}}?)[\\s{_SEP_CHARS}]+)??(?P<run>{_RUN})"
-    f"(?:[\\s{_SEP_CHARS}]*$|[\\s{_SEP_CHARS}]*\\s(?P<rest>\\S.*)$)"
+    f"^\\s*(?:(?P<title>[^\\n{_TERMINATORS}]{{0,120}}?)[\\s{_SEP_CHARS}]+)??(?:"
+    f"(?P<alone>{_RUN})[\\s{_SEP_CHARS}]*$"
+    f"|(?P<run>{_RUN})\\s*[{_SEP_CHARS}][\\s{_SEP_CHARS}]*{_REST.format(name='rest')}$"
+    f"|(?P<run2>{_RUN_BOUNDED_END})\\s+{_REST.format(name='rest2')}$)"
 )
 _MODELINE = textre.compile(
     r"^\s*(?:#+|\.\.|//|;+|%+|<!--|/\*|\*)?\s*(?:"
@@ -94,22 +105,17 @@ _BLURB = textre.compile(
 )
 
 
-def _starts_sentence(text: str) -> bool:
-    """Whether glued text after a meta run starts a sentence (so the run was not inside one)."""
-    first = text.lstrip("\"'“‘(（「『[")[:1]
-    return bool(first) and not first.islower()
-
-
 def _strip_meta(line: str) -> str | None:
     """The line without a leading meta run (and the title before it); None when nothing is left."""
     m = _META_LINE.match(line)
-    if m is None or not _MARKED_RE.search(m.group("run")):
+    if m is None:
         return line
-    rest = m.group("rest")
+    run = m.group("alone") or m.group("run") or m.group("run2")
+    if not _MARKED_RE.search(run):
+        return line  # dates alone are not furniture: "March 14, 2025 The bank raised rates."
+    rest = m.group("rest") or m.group("rest2")
     if rest is None:
         return None
-    if not _starts_sentence(rest):
-        return line
     indent = line[: len(line) - len(line.lstrip())]
     return indent + rest
 
@@ -192,7 +198,9 @@ _RST_DIRECTIVE = textre.compile(r"^\.\.\s+(?:\|[^|]+\|\s+)?[\w:-]+::")
 _RST_EXPLICIT = textre.compile(r"^\.\.(?:\s|$)")
 _RST_SUBS_ONLY = textre.compile(r"^\s*\|[^|\s][^|]*\|(?:_{0,2})(?:\s+\|[^|\s][^|]*\|(?:_{0,2}))*\s*$")
 # Bibliographic fields that are bylines and dates (":Version:" and ":Web:" stay: a user may ask for them).
-_RST_META_FIELD = textre.compile(r"^:(?:Authors?|Date|Updated|Last[ -]updated|Contact|Organization):", textre.I)
+_RST_META_FIELD = textre.compile(
+    r"^:(?:Authors?|Date|Updated|Last[ -]updated|Contact|Organization|作者|日期|更新日期|更新时间|发布日期):", textre.I
+)
 _ADORNMENT_CHARS = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
