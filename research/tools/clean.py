@@ -167,7 +167,7 @@ def _clean_lines(lines: list[str], prose: list[bool]) -> list[str]:
 
 def _join(lines: list[str]) -> str:
     text = "\n".join(line.rstrip() for line in lines)
-    return textre.sub(r"\n{3,}", "\n\n", text).strip()
+    return textre.sub(r"\n{3,}", "\n\n", text).strip("\n")  # leading blanks of a line stay (indented code)
 
 
 # --- sections about sponsors ------------------------------------------------------------------
@@ -283,9 +283,23 @@ def _rst_keep(lines: list[str]) -> list[bool]:
 # --- entry points ------------------------------------------------------------------------------
 
 
+def _fixed_point(clean_once: Callable[[str], str], text: str) -> str:
+    """Clean until nothing changes (a removed line can leave a paragraph of badges only): idempotent."""
+    for _ in range(4):
+        cleaned = clean_once(text)
+        if cleaned == text:
+            break
+        text = cleaned
+    return text
+
+
 def clean_text(text: str) -> str:
     """Plain text (a page's text, a PDF's, an uploaded .txt) without furniture; RST markup is read as such."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return _fixed_point(_clean_text_once, text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _clean_text_once(text: str) -> str:
+    lines = text.split("\n")
     if looks_like_rst(text):
         keep = _rst_keep(lines)
         lines = [line for line, k in zip(lines, keep, strict=True) if k]
@@ -346,7 +360,11 @@ def clean_markdown(text: str) -> str:
     no text, sections under a sponsor / backer / contributor heading. Lines of paragraphs and headings
     then get the line rules (modelines, meta runs, share lines, blurbs); code and tables are never touched.
     """
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return _fixed_point(_clean_markdown_once, text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _clean_markdown_once(text: str) -> str:
+    lines = text.split("\n")
     tokens = _md_parser(inline=False).parse("\n".join(lines))
     keep = [True] * len(lines)
     prose = [False] * len(lines)
