@@ -252,6 +252,30 @@ def test_the_offline_ranker_skips_furniture_sentences_from_text_indexed_before_c
     assert is_content_sentence("The rules were updated on March 14, 2025, after a review.")
 
 
+@pytest.mark.parametrize("sentence", [
+    "Django stores the session data in a signed cookie by default.",
+    "JavaScript is the most widely used programming language on GitHub.",
+    "The EU copyright directive was adopted by parliament in 2019.",
+    "Users sign in with a one-time code sent to their phone.",
+    "截至2023年底，该公司的注册资本增加到了50亿元人民币。",
+    "嫦娥四号于2019年1月3日成功登录月球背面，这是人类首次。",
+])
+def test_the_offline_ranker_keeps_prose_about_cookies_javascript_or_registering(sentence):
+    """Furniture is matched by phrase ("accept all cookies", "请登录"), not by the word it contains."""
+    assert is_content_sentence(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "Accept all cookies to continue browsing this website today.",
+    "Copyright 2024 Example Blog. All rights reserved.",
+    "Please enable JavaScript to view the comments on this page.",
+    "版权所有 © 2024 某某科技网站，保留所有权利。",
+    "请先登录后查看全文内容，注册用户可以免费阅读。",
+])
+def test_the_offline_ranker_still_skips_page_furniture_phrases(sentence):
+    assert not is_content_sentence(sentence)
+
+
 def test_code_blocks_and_tables_in_markdown_are_never_touched():
     text = ("# Setup\n\n```\n# vim: set ft=sh:\nBy Jane Doe\n```\n\n| Date | By |\n|---|---|\n"
             "| 2025-03-14 | By Jane Doe |\n\n    5 min read\n")
