@@ -153,11 +153,14 @@ def is_furniture(sentence: str) -> bool:
     return clean_line(sentence) != sentence
 
 
-def _clean_lines(lines: list[str], prose: list[bool]) -> list[str]:
+def _clean_lines(lines: list[str], prose: list[bool], *, markdown: bool = False) -> list[str]:
     out: list[str] = []
     for line, is_prose in zip(lines, prose, strict=True):
         if not is_prose:
             out.append(line)
+            continue
+        # "*By Jane Doe* · **5 min read**": a Markdown line is furniture when its text without emphasis is.
+        if markdown and ("*" in line or "_" in line) and clean_line(line.replace("*", "").replace("_", "")) is None:
             continue
         cleaned = clean_line(line)
         if cleaned is not None:
@@ -396,7 +399,7 @@ def _clean_markdown_once(text: str) -> str:
             end = next((f for f, lv, _ in headings[n + 1 :] if lv <= level), len(lines))
             drop([first, end])
     kept = [(line, p) for line, k, p in zip(lines, keep, prose, strict=True) if k]
-    return _join(_clean_lines([line for line, _ in kept], [p for _, p in kept]))
+    return _join(_clean_lines([line for line, _ in kept], [p for _, p in kept], markdown=True))
 
 
 def cleaned_or_whole(text: str, clean: Callable[[str], str]) -> str:

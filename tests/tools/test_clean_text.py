@@ -276,6 +276,11 @@ def test_the_offline_ranker_still_skips_page_furniture_phrases(sentence):
     assert not is_content_sentence(sentence)
 
 
+def test_a_markdown_byline_in_emphasis_goes_and_emphasised_prose_stays():
+    text = "*By Jane Doe* · **5 min read**\n\n_作者：张三_\n\nPrices fell *40 percent* in the **2024** trial."
+    assert clean_markdown(text) == "Prices fell *40 percent* in the **2024** trial."
+
+
 def test_code_blocks_and_tables_in_markdown_are_never_touched():
     text = ("# Setup\n\n```\n# vim: set ft=sh:\nBy Jane Doe\n```\n\n| Date | By |\n|---|---|\n"
             "| 2025-03-14 | By Jane Doe |\n\n    5 min read\n")
