@@ -13,7 +13,7 @@ after it) and holds a marked segment ("By", "作者：", "Updated", "更新于",
 2025年3月14日，新增三项补贴。" and "The rules were updated on March 14, 2025." are prose and stay.
 
 Pure functions, no Django: `clean_text` (plain text, RST detected by its markup), `clean_markdown`
-(Markdown source: blocks removed by line, everything kept byte for byte), `is_furniture` (for a
+(Markdown source: furniture removed by line, the lines left kept byte for byte), `is_furniture` (for a
 single sentence). Each is idempotent. Patterns are RE2 (research.textre), run once per line.
 """
 
@@ -93,6 +93,7 @@ _SHARE_LINE = textre.compile(
     r"分享到|分享至|分享：|欢迎订阅|订阅我们|订阅本|关注我们|扫码关注|扫描二维码|关注公众号|点击关注)",
 )
 _SHARE_LINE_MAX = 160
+_LINE_LEAD = textre.compile(r"^\s*(?:[-*+>]\s+|\d{1,3}[.)]\s+)*")
 _BLURB = textre.compile(
     r"this project exists thanks to|thank you to all (?:our|the) (?:backers|sponsors|contributors|supporters)|"
     r"thanks to all (?:our|the) (?:backers|sponsors|contributors|supporters)|"
@@ -123,9 +124,12 @@ def _strip_meta(line: str) -> str | None:
 def _drop_blurbs(line: str) -> str | None:
     if not _BLURB.search(line):
         return line
-    kept = [line[a:b] for a, b in sentence_bounds(line) if not _BLURB.search(line[a:b])]
-    text = "".join(kept).rstrip()
-    return text if textre.search(r"\w", text) else None
+    lead = _LINE_LEAD.match(line)
+    start = lead.end() if lead else 0  # indentation and list / quote markers stay with the line
+    body = line[start:]
+    kept = [body[a:b] for a, b in sentence_bounds(body) if not _BLURB.search(body[a:b])]
+    text = "".join(kept).strip()
+    return line[:start] + text if textre.search(r"\w", text) else None
 
 
 def clean_line(line: str) -> str | None:
