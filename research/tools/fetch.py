@@ -286,7 +286,6 @@ def _to_page(url: str, content_type_header: str, body: bytes, status: int) -> Pa
         title, text, markdown = _from_html(body, url, charset)
     elif mime in PDF_TYPES:
         title, text = _from_pdf(body, url)
-        text = cleaned_or_whole(text, clean_text)
         markdown = f"# {title}\n\n{text}" if title else text
     elif mime in TEXT_TYPES:
         text = _decode(body, charset)
@@ -396,6 +395,7 @@ def _from_pdf(body: bytes, url: str) -> tuple[str, str]:
     text = "\n\n".join(p for p in pages if p)
     if not text:
         raise FetchError(f"PDF at {url} has no extractable text")
+    text = cleaned_or_whole(text, clean_text)  # before the title is taken from its first line
     title = str(meta_title).strip() or _first_line_title(text) or _name_from_url(url)
     return title, text
 
