@@ -1,0 +1,315 @@
+"""What a question is about, and whether a page or a sentence is about the same thing (docs/offline-engine.md,
+"The subject model").
+
+A search for "side effects of GLP-1 drugs" also returns pages on the side effects of surgery: they share
+the question's words, but not its subject. The subject model tells the two kinds of words apart with
+data, not a hand list: a word's frequency in general text (the `wordfreq` package, bundled data for
+English and Chinese; Chinese is segmented into words by jieba, so 城际铁路 is 城际 + 铁路 and 城市地铁 is
+城市 + 地铁, and the shared characters 城/铁 match nothing). A rare word ("seagrass", "GLP", 城际) is
+SPECIFIC: it names the subject. A common one ("side effects", "loss", "carbon", 发展, 铁路) is GENERAL:
+it says what is asked about the subject. A run of content words in the question is one term
+("seagrass meadows", "GLP-1 drugs", 城际铁路); a text names the term when it has the term's rarest word.
+
+- `subject_of(question, locale)` builds the model; a part with no specific term of its own ("How
+  fast are they being lost?") takes its parent question's (`within=`).
+- `page_about(subject, title, text)` is a `Verdict`: the page names the subject in its title or lead,
+  or more often than any other specific word ("unlike GLP-1 drugs, surgery …" is a passing mention).
+- `sentence_about(subject, sentence, context=…, title=…)`: the sentence names the subject, or its page
+  is about the subject and the sentence names no competing specific word ("They are lost at 7% a year"
+  on a seagrass page is about seagrass; "Mangroves are lost at 1% a year" there is not).
+- `claim_about` is the claim check's relevance verdict (research.report.check).
+
+A question whose words are all common ("What drove inflation in 2021?") has no specific term: then
+every page and sentence is taken as about it, and the lexical ranking alone decides, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from research import scripts, textre
+from research.agents.text import ZH_STOP_PHRASES
+from research.ir import STOP_WORDS, stem
+
+# Zipf frequency (log10 of uses per billion words). Below SPECIFIC a question word names its subject
+# ("seagrass" 2.4, "GLP" 2.3, 城际 3.1, 固态 3.6); at or above it it is general ("carbon" 4.6, "surgery"
+# 4.6, 铁路 5.1). A word of another page counts as a competing subject only when rarer still (RIVAL):
+# "mangrove" 2.9 and "bariatric" 2.6 do, "sediment" 3.4 and "nausea" 3.5 do not.
+SPECIFIC = 4.0
+RIVAL = 3.0
+# A page's own topic words, counted to see what else it is about, are rarer than this.
+_TOPICAL = 5.0
+# Words this common end a term ("of", "how", 的, 中国, 发展): they join no name.
+_FUNCTION = 5.8
+_LEAD_WORDS = 60  # a page's lead: its first words after the title
+
+_RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
+_HAS_LETTER = textre.compile(r"\p{L}")
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A run of content words of the question ("seagrass meadows"); `core` are its specific words, rarest first."""
+
+    text: str
+    words: tuple[str, ...]
+    core: tuple[str, ...]
+
+    @property
+    def head(self) -> str:
+        return self.core[0]
+
+
+@dataclass(frozen=True)
+class Subject:
+    question: str
+    locale: str
+    terms: tuple[Term, ...]  # specific terms: what the question is about
+    general: tuple[str, ...]  # the question's other content words: what it asks about them
+    vocabulary: frozenset[str] = field(default_factory=frozenset)  # every content word of the question
+
+    @property
+    def specific(self) -> bool:
+        return bool(self.terms)
+
+    def describe(self) -> str:
+        return ", ".join(t.text for t in self.terms) or "(no specific term)"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    about: bool
+    why: str
+
+
+def _lang(text: str) -> str:
+    return "zh" if scripts.has_han(text) else "en"
+
+
+@lru_cache(maxsize=65536)
+def zipf(word: str, lang: str) -> float:
+    """How common a word is in general text, from wordfreq's bundled lists (0.0: never seen, so rare)."""
+    from wordfreq import zipf_frequency  # imported late: its data loads on first use
+
+    return float(zipf_frequency(word, lang))
+
+
+def _norm(word: str) -> str:
+    return stem(word) if word.isascii() else word
+
+
+@lru_cache(maxsize=512)
+def words(text: str) -> tuple[str, ...]:
+    """The text's words in order, lower-cased, English ones lightly stemmed: Han runs segmented by jieba
+    (through wordfreq), other runs by wordfreq's Unicode word rules ("GLP-1" is "glp" + "1")."""
+    from wordfreq import tokenize as wf_tokenize
+
+    out: list[str] = []
+    for han, other in _RUN.findall(text):
+        if han:
+            out.extend(_norm(w) for w in wf_tokenize(han, "zh"))
+        elif other.strip():
+            out.extend(_norm(w) for w in wf_tokenize(other, "en"))
+    return tuple(out)
+
+
+def _raw_words(text: str) -> list[tuple[str, str]]:
+    """(surface word, language) of the text in order, for frequencies (which want the unstemmed word)."""
+    from wordfreq import tokenize as wf_tokenize
+
+    out: list[tuple[str, str]] = []
+    for han, other in _RUN.findall(text):
+        if han:
+            out.extend((w, "zh") for w in wf_tokenize(han, "zh"))
+        elif other.strip():
+            out.extend((w, "en") for w in wf_tokenize(other, "en"))
+    return out
+
+
+def _wordlike(word: str) -> bool:
+    """Letters, and in Chinese two characters or more (one character is rarely a name on its own)."""
+    if not _HAS_LETTER.search(word):
+        return False
+    return len(word) >= 2
+
+
+def _function_word(word: str, lang: str) -> bool:
+    if lang == "en":
+        return word in STOP_WORDS or zipf(word, lang) >= _FUNCTION
+    return word in ZH_STOP_PHRASES or zipf(word, lang) >= _FUNCTION
+
+
+def subject_of(question: str, locale: str = "en-US", *, within: str | None = None) -> Subject:
+    """The subject model of a question (or of a part: `within` is the whole question, whose specific
+    terms a part without its own inherits, so "How fast are they being lost?" keeps "seagrass")."""
+    terms: list[Term] = []
+    general: list[str] = []
+    vocabulary: set[str] = set()
+    run: list[tuple[str, str]] = []
+
+    def close() -> None:
+        if not run:
+            return
+        normed = tuple(_norm(w) for w, _ in run)
+        core = sorted(
+            ((zipf(w, lang), _norm(w)) for w, lang in run if _wordlike(w) and zipf(w, lang) < SPECIFIC),
+        )
+        joiner = "" if all(lang == "zh" for _, lang in run) else " "
+        text = joiner.join(w for w, _ in run)
+        if core:
+            # The two rarest words name it ("seagrass meadows", 固态 + 量产 of 固态电池量产面临): a page on another
+            # battery's mass production has 量产 alone.
+            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(w for _, w in core))[:2]))
+        else:
+            general.extend(n for n in normed if _wordlike(n))
+        run.clear()
+
+    for word, lang in _raw_words(question):
+        if word.isdigit() and run:
+            run.append((word, lang))  # "GLP-1": a number inside a name
+            continue
+        if not _wordlike(word):
+            close()
+            continue
+        if _function_word(word, lang):
+            close()
+            if _wordlike(word) and word not in STOP_WORDS and word not in ZH_STOP_PHRASES:
+                vocabulary.add(_norm(word))  # 中国, 发展: general, and never a competing subject
+            continue
+        vocabulary.add(_norm(word))
+        run.append((word, lang))
+    close()
+    if not terms and within and within.strip() != question.strip():
+        parent = subject_of(within, locale)
+        terms = list(parent.terms)
+        vocabulary |= parent.vocabulary
+    unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
+    return Subject(question=question, locale=locale, terms=tuple(unique.values()),
+                   general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
+
+
+def _rare(word: str, limit: float) -> bool:
+    return _wordlike(word) and zipf(word, _lang(word)) < limit
+
+
+@dataclass(frozen=True)
+class _Page:
+    counts: Counter[str]
+    title: frozenset[str]
+    lead: frozenset[str]
+
+
+@lru_cache(maxsize=256)
+def _page(title: str, text: str) -> _Page:
+    body = words(text[:60_000])
+    return _Page(counts=Counter(words(title)) + Counter(body), title=frozenset(words(title)),
+                 lead=frozenset(body[:_LEAD_WORDS]))
+
+
+def _rivals(subject: Subject, counts: Counter[str], *, least: int) -> list[tuple[str, int]]:
+    """Topical words of a text that are not the question's, most used first: what else it is about
+    (地铁 of a page on 城市地铁 is a common word, 4.7, but a page that repeats it is about it)."""
+    return [(w, n) for w, n in counts.most_common() if n >= least and w not in subject.vocabulary
+            and _rare(w, _TOPICAL)]
+
+
+def _named(term: Term, counts: Counter[str] | dict[str, int]) -> int:
+    """How often a text names a term: as often as the least-used of its specific words (all must be there)."""
+    return min(counts.get(w, 0) for w in term.core)
+
+
+def _mentions(subject: Subject, counts: Counter[str]) -> tuple[int, Term | None]:
+    """How often the most-named term of the subject is named, and that term."""
+    best = max(subject.terms, key=lambda t: _named(t, counts), default=None)
+    return (_named(best, counts), best) if best is not None else (0, None)
+
+
+def page_about(subject: Subject, title: str, text: str) -> Verdict:
+    """Whether a page is about the subject: its specific term is in the title or the lead, or named more
+    often than any other specific word, never a passing mention (see the module doc)."""
+    if not subject.specific:
+        return Verdict(True, "the question names no specific term")
+    page = _page(title, text)
+    named, term = _mentions(subject, page.counts)
+    if term is None or not named:
+        return Verdict(False, f"never names {subject.describe()}")
+    rivals = _rivals(subject, page.counts, least=2)
+    rival, rival_count = rivals[0] if rivals else ("", 0)
+    in_title = any(t.head in page.title for t in subject.terms if _named(t, page.counts))
+    rival_title = next((w for w in page.title if w not in subject.vocabulary and _rare(w, SPECIFIC)), "")
+    if in_title and not rival_title:
+        return Verdict(True, f"names {term.text} in its title")
+    if rival_title and not in_title:
+        if named >= 2 * max(rival_count, page.counts.get(rival_title, 0)):
+            return Verdict(True, f"names {term.text} {named} times")
+        return Verdict(False, f"its title is about {rival_title}, not {term.text}")
+    # Named up front and not outnumbered more than twice by another topic word: a page that names its
+    # subject once and then says "they" is about it; "Unlike GLP-1 drugs, surgery …" is not.
+    in_lead = any(t.head in page.lead for t in subject.terms if _named(t, page.counts))
+    if (in_title or in_lead) and 2 * named >= rival_count:
+        return Verdict(True, f"names {term.text} in its {'title' if in_title else 'lead'}")
+    if named >= 2 and 2 * named >= rival_count:
+        return Verdict(True, f"names {term.text} {named} times")
+    if rival:
+        return Verdict(False, f"mostly about {rival} ({rival_count} times), {term.text} named {named} times")
+    return Verdict(False, f"names {term.text} only in passing")
+
+
+def names_subject(subject: Subject, text: str, context: str = "") -> bool:
+    """The text names one of the subject's terms: all its specific words, or one of them where the
+    context (the page) names the whole term ("seagrass" on a page on seagrass meadows)."""
+    present = set(words(text))
+    whole = _page("", context).counts if context else None
+    return any(
+        all(w in present for w in t.core) or (whole is not None and _named(t, whole) > 0 and t.head in present)
+        for t in subject.terms
+    )
+
+
+def sentence_about(subject: Subject, sentence: str, context: str = "", *, title: str = "") -> bool:
+    """Whether a sentence is about the subject: it names the subject, or its context (the page or
+    paragraph it comes from) is about the subject and the sentence names no competing entity.
+    A sentence that names the subject and a competitor ("Unlike GLP-1 drugs, surgery …") is about
+    the subject only where its context is. Without a context, a sentence must name the subject."""
+    if not subject.specific:
+        return True
+    present = words(sentence)
+    named = names_subject(subject, sentence, f"{title} {context}")
+    rivals = [w for w in present if w not in subject.vocabulary and _rare(w, RIVAL)]
+    if not context and not title:
+        return named
+    if named and not rivals:
+        return True
+    return page_about(subject, title, context).about and (named or not rivals)
+
+
+def claim_about(subject: Subject, claim: str, cited: Sequence[tuple[str, str]], passage: str = "") -> Verdict:
+    """The claim check's relevance verdict for one cited sentence: `cited` are the (title, text) of
+    the pages it cites and `passage` the best-matching passage of them. The claim is about the subject
+    when, for one cited page, the claim is about it in that page's context and either the page is about
+    the subject or the passage itself is ("Seagrass is lost at 1% a year [n]" citing a mangrove page
+    whose passage speaks of mangroves is not)."""
+    if not subject.specific:
+        return Verdict(True, "the question names no specific term")
+    reasons: list[str] = []
+    for title, text in cited:
+        page = page_about(subject, title, text)
+        if not sentence_about(subject, claim, text, title=title):
+            reasons.append(f"the sentence is not about {subject.describe()} ({page.why})")
+            continue
+        if page.about or (passage and sentence_about(subject, passage, text, title=title)):
+            return Verdict(True, page.why)
+        reasons.append(page.why)
+    return Verdict(False, reasons[0] if reasons else "cites nothing")
+
+
+def comparable(subject: Subject, text: str) -> bool:
+    """A page in the question's script can be compared word for word (a Chinese question over an English
+    page cannot: its subject words are not there in any spelling)."""
+    return scripts.same_script(text[:3000], subject.locale)
