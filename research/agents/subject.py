@@ -88,10 +88,6 @@ class Verdict:
     why: str
 
 
-def _lang(text: str) -> str:
-    return "zh" if scripts.has_han(text) else "en"
-
-
 @lru_cache(maxsize=65536)
 def zipf(word: str, lang: str) -> float:
     """How common a word is in general text, from wordfreq's bundled lists (0.0: never seen, so rare)."""
@@ -105,18 +101,28 @@ def _norm(word: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def words(text: str) -> tuple[str, ...]:
+def _analysed(text: str) -> tuple[tuple[str, ...], dict[str, float]]:
     """The text's words in order, lower-cased, English ones lightly stemmed: Han runs segmented by jieba
-    (through wordfreq), other runs by wordfreq's Unicode word rules ("GLP-1" is "glp" + "1")."""
-    from wordfreq import tokenize as wf_tokenize
-
+    (through wordfreq), other runs by wordfreq's Unicode word rules ("GLP-1" is "glp" + "1"); and each
+    word's frequency, that of its commonest spelling in the text ("accelerat" is as common as
+    "accelerated")."""
     out: list[str] = []
-    for han, other in _RUN.findall(text):
-        if han:
-            out.extend(_norm(w) for w in wf_tokenize(han, "zh"))
-        elif other.strip():
-            out.extend(_norm(w) for w in wf_tokenize(other, "en"))
-    return tuple(out)
+    freq: dict[str, float] = {}
+    for surface, lang in _raw_words(text):
+        normed = _norm(surface)
+        out.append(normed)
+        freq[normed] = max(freq.get(normed, 0.0), zipf(surface, lang))
+    return tuple(out), freq
+
+
+def words(text: str) -> tuple[str, ...]:
+    return _analysed(text)[0]
+
+
+def _rare_words(text: str, limit: float, skip: frozenset[str]) -> list[str]:
+    """The text's words (in order) rarer than `limit` in general text, other than `skip`."""
+    seq, freq = _analysed(text)
+    return [w for w in seq if w not in skip and _wordlike(w) and freq[w] < limit]
 
 
 def _raw_words(text: str) -> list[tuple[str, str]]:
@@ -161,7 +167,13 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             ((zipf(w, lang), _norm(w)) for w, lang in run if _wordlike(w) and zipf(w, lang) < SPECIFIC),
         )
         joiner = "" if all(lang == "zh" for _, lang in run) else " "
-        text = joiner.join(w for w, _ in run)
+        rare = {w for _, w in core}
+        last = max((i for i, n in enumerate(normed) if n in rare), default=len(run) - 1)
+        if joiner == "":
+            last = len(run) - 1  # 城际铁路: a Chinese run is one compound
+        while last + 1 < len(run) and run[last + 1][0].isdigit():
+            last += 1  # "glp 1"
+        text = joiner.join(w for w, _ in run[: last + 1])  # "seagrass meadows" of "seagrass meadows store"
         if core:
             # The two rarest words name it ("seagrass meadows", 固态 + 量产 of 固态电池量产面临): a page on another
             # battery's mass production has 量产 alone.
@@ -194,29 +206,29 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
                    general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
 
 
-def _rare(word: str, limit: float) -> bool:
-    return _wordlike(word) and zipf(word, _lang(word)) < limit
-
-
 @dataclass(frozen=True)
 class _Page:
+    title: str
+    text: str
     counts: Counter[str]
-    title: frozenset[str]
+    title_words: frozenset[str]
     lead: frozenset[str]
 
 
 @lru_cache(maxsize=256)
 def _page(title: str, text: str) -> _Page:
-    body = words(text[:60_000])
-    return _Page(counts=Counter(words(title)) + Counter(body), title=frozenset(words(title)),
-                 lead=frozenset(body[:_LEAD_WORDS]))
+    text = text[:60_000]
+    body = words(text)
+    return _Page(title=title, text=text, counts=Counter(words(title)) + Counter(body),
+                 title_words=frozenset(words(title)), lead=frozenset(body[:_LEAD_WORDS]))
 
 
-def _rivals(subject: Subject, counts: Counter[str], *, least: int) -> list[tuple[str, int]]:
-    """Topical words of a text that are not the question's, most used first: what else it is about
+def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int]]:
+    """Topical words of a page that are not the question's, most used first: what else it is about
     (地铁 of a page on 城市地铁 is a common word, 4.7, but a page that repeats it is about it)."""
-    return [(w, n) for w, n in counts.most_common() if n >= least and w not in subject.vocabulary
-            and _rare(w, _TOPICAL)]
+    topical = set(_rare_words(page.title, _TOPICAL, subject.vocabulary))
+    topical.update(_rare_words(page.text, _TOPICAL, subject.vocabulary))
+    return [(w, n) for w, n in page.counts.most_common() if n >= least and w in topical]
 
 
 def _named(term: Term, counts: Counter[str] | dict[str, int]) -> int:
@@ -239,10 +251,10 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     named, term = _mentions(subject, page.counts)
     if term is None or not named:
         return Verdict(False, f"never names {subject.describe()}")
-    rivals = _rivals(subject, page.counts, least=2)
+    rivals = _rivals(subject, page, least=2)
     rival, rival_count = rivals[0] if rivals else ("", 0)
-    in_title = any(t.head in page.title for t in subject.terms if _named(t, page.counts))
-    rival_title = next((w for w in page.title if w not in subject.vocabulary and _rare(w, SPECIFIC)), "")
+    in_title = any(t.head in page.title_words for t in subject.terms if _named(t, page.counts))
+    rival_title = next(iter(_rare_words(title, RIVAL, subject.vocabulary)), "")
     if in_title and not rival_title:
         return Verdict(True, f"names {term.text} in its title")
     if rival_title and not in_title:
@@ -279,9 +291,8 @@ def sentence_about(subject: Subject, sentence: str, context: str = "", *, title:
     the subject only where its context is. Without a context, a sentence must name the subject."""
     if not subject.specific:
         return True
-    present = words(sentence)
     named = names_subject(subject, sentence, f"{title} {context}")
-    rivals = [w for w in present if w not in subject.vocabulary and _rare(w, RIVAL)]
+    rivals = _rare_words(sentence, RIVAL, subject.vocabulary)
     if not context and not title:
         return named
     if named and not rivals:

@@ -102,6 +102,8 @@ class Claim:
     passage: str = ""  # the best-matching passage
     lexical: bool = True  # claim and source share a script, so the score means something
     judged: bool | None = None  # the judge's verdict, when one was asked
+    about: bool | None = None  # about the job's question's subject (research.agents.subject); None: not judged
+    about_why: str = ""
 
 
 def norm_url(url: str) -> str:

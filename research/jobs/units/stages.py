@@ -269,7 +269,8 @@ def _stage_report(job: ResearchJob) -> None:
     # What processing steps computed (sandbox output) may be stated without a citation.
     computed = {s.id for s in plan.steps if s.step_type == "processing"}
     evidence = [r.report_md for r in results if r.step_id in computed]
-    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge, evidence=evidence)
+    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge, evidence=evidence,
+                           question=job.question)
     final.markdown, final.cited = checked.markdown, checked.cited
     with transaction.atomic():
         still_wanted(job.pk)
