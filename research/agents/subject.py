@@ -45,6 +45,7 @@ RIVAL = 3.0
 _TOPICAL = 5.0
 # Words this common end a term ("of", "how", 的, 中国, 发展): they join no name.
 _FUNCTION = 5.8
+_JOINS = 6.0  # a Chinese character left over by the segmenter this rare belongs to the word before it
 _LEAD_WORDS = 60  # a page's lead: its first words after the title
 
 _RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
@@ -132,7 +133,14 @@ def _raw_words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for han, other in _RUN.findall(text):
         if han:
-            out.extend((w, "zh") for w in wf_tokenize(han, "zh"))
+            for w in wf_tokenize(han, "zh"):
+                # jieba's dictionary lacks some compounds and leaves a character over (充电 + 桩, 抽水 + 蓄):
+                # a content character (not 的, 和, 在 …) joins the word before it, in the question and the
+                # pages alike, so 充电桩 is one word.
+                if len(w) == 1 and out and out[-1][1] == "zh" and len(out[-1][0]) >= 2 and zipf(w, "zh") < _JOINS:
+                    out[-1] = (out[-1][0] + w, "zh")
+                else:
+                    out.append((w, "zh"))
         elif other.strip():
             out.extend((w, "en") for w in wf_tokenize(other, "en"))
     return out
@@ -324,3 +332,17 @@ def comparable(subject: Subject, text: str) -> bool:
     """A page in the question's script can be compared word for word (a Chinese question over an English
     page cannot: its subject words are not there in any spelling)."""
     return scripts.same_script(text[:3000], subject.locale)
+
+
+def subject_note(question: str, locale: str, title: str, text: str) -> str:
+    """A line for the model engine's researcher above a fetched page the subject model finds to be about
+    another subject (empty otherwise): the model may still read it, and is told what to cite it for."""
+    if not question.strip() or not comparable(subject := subject_of(question, locale), f"{title} {text}"):
+        return ""
+    verdict = page_about(subject, title, text)
+    if verdict.about:
+        return ""
+    if locale.lower().startswith("zh"):
+        return f"*主题核查：此页面似乎谈的是另一主题，而非问题的主题“{subject.describe()}”（{verdict.why}）。只可引用其中关于该主题的内容。*\n"
+    return (f"*Subject check: this page looks like it is about another subject than the question's "
+            f"({subject.describe()}: {verdict.why}). Cite it only for what it says about that subject.*\n")

@@ -182,3 +182,14 @@ def test_adding_general_words_never_makes_an_off_subject_chinese_page_on_subject
     padded = text + "".join(general) + "。"
     assert not page_about(subject, title, padded).about
     assert page_about(subject, RAIL_PAGE[0], RAIL_PAGE[1] + "".join(general) + "。").about
+
+
+def test_the_model_engine_s_researcher_is_told_when_a_fetched_page_is_a_near_miss():
+    from research.agents.subject import subject_note
+
+    note = subject_note(SEAGRASS_Q, "en-US", *MANGROVE_PAGE)
+    assert note.startswith("*Subject check:") and "seagrass meadows" in note and "mangrove" in note
+    assert subject_note(SEAGRASS_Q, "en-US", *SEAGRASS_PAGE) == ""
+    assert "城际铁路" in subject_note(RAIL_Q, "zh-CN", *METRO_PAGE)
+    assert subject_note(RAIL_Q, "zh-CN", *RAIL_PAGE) == ""
+    assert subject_note(RAIL_Q, "zh-CN", *SEAGRASS_PAGE) == ""  # another script: not judged word for word
