@@ -343,6 +343,7 @@ def subject_note(question: str, locale: str, title: str, text: str) -> str:
     if verdict.about:
         return ""
     if locale.lower().startswith("zh"):
-        return f"*主题核查：此页面似乎谈的是另一主题，而非问题的主题“{subject.describe()}”（{verdict.why}）。只可引用其中关于该主题的内容。*\n"
+        return (f"*主题核查：此页面似乎谈的是另一主题，而非问题的主题“{subject.describe()}”（{verdict.why}）。"
+                "只可引用其中关于该主题的内容。*\n")
     return (f"*Subject check: this page looks like it is about another subject than the question's "
             f"({subject.describe()}: {verdict.why}). Cite it only for what it says about that subject.*\n")
