@@ -8,7 +8,8 @@ English and Chinese; Chinese is segmented into words by jieba, so 城际铁路 i
 城市 + 地铁, and the shared characters 城/铁 match nothing). A rare word ("seagrass", "GLP", 城际) is
 SPECIFIC: it names the subject. A common one ("side effects", "loss", "carbon", 发展, 铁路) is GENERAL:
 it says what is asked about the subject. A run of content words in the question is one term
-("seagrass meadows", "GLP-1 drugs", 城际铁路); a text names the term when it has the term's rarest word.
+("seagrass meadows", "GLP-1 drugs", 城际铁路); a text names the term by its head, the first specific word
+("seagrass"), or less surely by another of its specific words.
 
 - `subject_of(question, locale)` builds the model; a part with no specific term of its own ("How
   fast are they being lost?") takes its parent question's (`within=`).
@@ -45,7 +46,8 @@ RIVAL = 3.0
 _TOPICAL = 5.0
 # Words this common end a term ("of", "how", 的, 中国, 发展): they join no name.
 _FUNCTION = 5.8
-_JOINS = 6.0  # a Chinese character left over by the segmenter this rare belongs to the word before it
+_JOINS = 6.0  # a Chinese character left over by the segmenter under this may belong to a word …
+_RARE_CHAR = 4.5  # … when it, or one beside it, is this rare on its own (桩 3.9, 伏 3.9; not 约 5.6)
 _LEAD_WORDS = 60  # a page's lead: its first words after the title
 
 _RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
@@ -56,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Term:
-    """A run of content words of the question ("seagrass meadows"); `core` are its specific words, rarest first."""
+    """A run of content words of the question ("seagrass meadows"); `core` are its specific words, in order."""
 
     text: str
     words: tuple[str, ...]
@@ -126,6 +128,35 @@ def _rare_words(text: str, limit: float, skip: frozenset[str]) -> list[str]:
     return [w for w in seq if w not in skip and _wordlike(w) and freq[w] < limit]
 
 
+def _compounds(segmented: list[str]) -> list[str]:
+    """jieba's dictionary lacks some compounds and leaves characters over (光 + 伏, 充电 + 桩, 抽水 + 蓄):
+    content characters (not 的, 和, 在 …) left side by side, one of them rare as a word on its own (伏,
+    桩, 蓄), make one word (光伏), and one left alone joins the word before it (充电桩), in the question
+    and the pages alike."""
+    out: list[str] = []
+    loose: list[str] = []
+
+    def flush() -> None:
+        if not any(zipf(c, "zh") < _RARE_CHAR for c in loose):
+            out.extend(loose)  # 约, 台, 辆: words of their own
+        elif len(loose) >= 2:
+            out.append("".join(loose))
+        elif out and len(out[-1]) >= 2:
+            out[-1] += loose[0]
+        else:
+            out.extend(loose)
+        loose.clear()
+
+    for w in segmented:
+        if len(w) == 1 and scripts.has_han(w) and zipf(w, "zh") < _JOINS:
+            loose.append(w)
+            continue
+        flush()
+        out.append(w)
+    flush()
+    return out
+
+
 def _raw_words(text: str) -> list[tuple[str, str]]:
     """(surface word, language) of the text in order, for frequencies (which want the unstemmed word)."""
     from wordfreq import tokenize as wf_tokenize
@@ -133,14 +164,7 @@ def _raw_words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for han, other in _RUN.findall(text):
         if han:
-            for w in wf_tokenize(han, "zh"):
-                # jieba's dictionary lacks some compounds and leaves a character over (充电 + 桩, 抽水 + 蓄):
-                # a content character (not 的, 和, 在 …) joins the word before it, in the question and the
-                # pages alike, so 充电桩 is one word.
-                if len(w) == 1 and out and out[-1][1] == "zh" and len(out[-1][0]) >= 2 and zipf(w, "zh") < _JOINS:
-                    out[-1] = (out[-1][0] + w, "zh")
-                else:
-                    out.append((w, "zh"))
+            out.extend((w, "zh") for w in _compounds(wf_tokenize(han, "zh")))
         elif other.strip():
             out.extend((w, "en") for w in wf_tokenize(other, "en"))
     return out
@@ -171,9 +195,9 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         if not run:
             return
         normed = tuple(_norm(w) for w, _ in run)
-        core = sorted(
-            ((zipf(w, lang), _norm(w)) for w, lang in run if _wordlike(w) and zipf(w, lang) < SPECIFIC),
-        )
+        # In reading order: the first specific word is the term's head (the "seagrass" of "seagrass
+        # meadows", the 固态 of 固态电池量产), not necessarily the rarest.
+        core = [(zipf(w, lang), _norm(w)) for w, lang in run if _wordlike(w) and zipf(w, lang) < SPECIFIC]
         joiner = "" if all(lang == "zh" for _, lang in run) else " "
         rare = {w for _, w in core}
         last = max((i for i, n in enumerate(normed) if n in rare), default=len(run) - 1)
@@ -183,9 +207,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             last += 1  # "glp 1"
         text = joiner.join(w for w, _ in run[: last + 1])  # "seagrass meadows" of "seagrass meadows store"
         if core:
-            # The two rarest words name it ("seagrass meadows", 固态 + 量产 of 固态电池量产面临): a page on another
-            # battery's mass production has 量产 alone.
-            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(w for _, w in core))[:2]))
+            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(w for _, w in core))))
         else:
             general.extend(n for n in normed if _wordlike(n))
         run.clear()
@@ -219,35 +241,59 @@ class _Page:
     title: str
     text: str
     counts: Counter[str]
+    freq: dict[str, float]
     title_words: frozenset[str]
     lead: frozenset[str]
+    lead_text: str
+
+    # A Chinese word is counted in the raw text, not among the segmenter's words: jieba cuts the same
+    # word differently in different sentences (公共充电桩约 gave 充电 + 桩约), and 城际 is still never in 城市.
+    def hits(self, word: str) -> int:
+        if scripts.has_han(word):
+            return self.title.count(word) + self.text.count(word)
+        return self.counts.get(word, 0)
+
+    def in_title(self, word: str) -> bool:
+        return word in self.title if scripts.has_han(word) else word in self.title_words
+
+    def in_lead(self, word: str) -> bool:
+        return word in self.lead_text if scripts.has_han(word) else word in self.lead
 
 
 @lru_cache(maxsize=256)
 def _page(title: str, text: str) -> _Page:
     text = text[:60_000]
-    body = words(text)
-    return _Page(title=title, text=text, counts=Counter(words(title)) + Counter(body),
-                 title_words=frozenset(words(title)), lead=frozenset(body[:_LEAD_WORDS]))
+    head, head_freq = _analysed(title)
+    body, freq = _analysed(text)
+    merged = {w: max(head_freq.get(w, 0.0), freq.get(w, 0.0)) for w in {*head_freq, *freq}}
+    return _Page(title=title, text=text, counts=Counter(head) + Counter(body), freq=merged,
+                 title_words=frozenset(head), lead=frozenset(body[:_LEAD_WORDS]),
+                 lead_text="".join(body[:_LEAD_WORDS]))
 
 
 def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int]]:
     """Topical words of a page that are not the question's, most used first: what else it is about
     (地铁 of a page on 城市地铁 is a common word, 4.7, but a page that repeats it is about it)."""
-    topical = set(_rare_words(page.title, _TOPICAL, subject.vocabulary))
-    topical.update(_rare_words(page.text, _TOPICAL, subject.vocabulary))
-    return [(w, n) for w, n in page.counts.most_common() if n >= least and w in topical]
+    return [(w, n) for w, n in page.counts.most_common() if n >= least and w not in subject.vocabulary
+            and _wordlike(w) and page.freq[w] < _TOPICAL and not _kin(subject, w)]
 
 
-def _named(term: Term, counts: Counter[str] | dict[str, int]) -> int:
-    """How often a text names a term: as often as the least-used of its specific words (all must be there)."""
-    return min(counts.get(w, 0) for w in term.core)
+def _kin(subject: Subject, word: str) -> bool:
+    """A word inside a subject word or around one (充电 of 充电桩, 风电场 of 风电): the same subject, not a rival."""
+    return any(word in core or core in word for t in subject.terms for core in t.core)
 
 
-def _mentions(subject: Subject, counts: Counter[str]) -> tuple[int, Term | None]:
+def _named(term: Term, page: _Page) -> int:
+    """How often a page names a term: its head as often as it is there, else its other specific words
+    ("充电桩" names 电动汽车充电桩 on a page that says 新能源汽车), which count half."""
+    head = page.hits(term.head)
+    return head or (max((page.hits(w) for w in term.core[1:]), default=0) + 1) // 2
+
+
+def _mentions(subject: Subject, page: _Page) -> tuple[int, Term | None]:
     """How often the most-named term of the subject is named, and that term."""
-    best = max(subject.terms, key=lambda t: _named(t, counts), default=None)
-    return (_named(best, counts), best) if best is not None else (0, None)
+    best = max(subject.terms, key=lambda t: _named(t, page), default=None)
+    return (_named(best, page), best) if best is not None else (0, None)
 
 
 def page_about(subject: Subject, title: str, text: str) -> Verdict:
@@ -256,22 +302,22 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     if not subject.specific:
         return Verdict(True, "the question names no specific term")
     page = _page(title, text)
-    named, term = _mentions(subject, page.counts)
+    named, term = _mentions(subject, page)
     if term is None or not named:
         return Verdict(False, f"never names {subject.describe()}")
     rivals = _rivals(subject, page, least=2)
     rival, rival_count = rivals[0] if rivals else ("", 0)
-    in_title = any(t.head in page.title_words for t in subject.terms if _named(t, page.counts))
-    rival_title = next(iter(_rare_words(title, RIVAL, subject.vocabulary)), "")
+    in_title = any(page.in_title(c) for t in subject.terms if _named(t, page) for c in t.core)
+    rival_title = next((w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w)), "")
     if in_title and not rival_title:
         return Verdict(True, f"names {term.text} in its title")
     if rival_title and not in_title:
-        if named >= 2 * max(rival_count, page.counts.get(rival_title, 0)):
+        if named >= 2 * max(rival_count, page.hits(rival_title)):
             return Verdict(True, f"names {term.text} {named} times")
         return Verdict(False, f"its title is about {rival_title}, not {term.text}")
     # Named up front and not outnumbered more than twice by another topic word: a page that names its
     # subject once and then says "they" is about it; "Unlike GLP-1 drugs, surgery …" is not.
-    in_lead = any(t.head in page.lead for t in subject.terms if _named(t, page.counts))
+    in_lead = any(page.in_lead(c) for t in subject.terms if _named(t, page) for c in t.core)
     if (in_title or in_lead) and 2 * named >= rival_count:
         return Verdict(True, f"names {term.text} in its {'title' if in_title else 'lead'}")
     if named >= 2 and 2 * named >= rival_count:
@@ -281,13 +327,13 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     return Verdict(False, f"names {term.text} only in passing")
 
 
-def names_subject(subject: Subject, text: str, context: str = "") -> bool:
-    """The text names one of the subject's terms: all its specific words, or one of them where the
-    context (the page) names the whole term ("seagrass" on a page on seagrass meadows)."""
-    present = set(words(text))
-    whole = _page("", context).counts if context else None
+def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:
+    """The text names one of the subject's terms: its head, or another of its specific words where the
+    context (the page) names the term too ("充电桩" on a page on 电动汽车充电桩)."""
+    own = _page("", text)
+    whole = _page(title, context) if context or title else None
     return any(
-        all(w in present for w in t.core) or (whole is not None and _named(t, whole) > 0 and t.head in present)
+        own.hits(t.head) > 0 or (any(own.hits(c) for c in t.core) and (whole is None or _named(t, whole) > 0))
         for t in subject.terms
     )
 
@@ -299,8 +345,8 @@ def sentence_about(subject: Subject, sentence: str, context: str = "", *, title:
     the subject only where its context is. Without a context, a sentence must name the subject."""
     if not subject.specific:
         return True
-    named = names_subject(subject, sentence, f"{title} {context}")
-    rivals = _rare_words(sentence, RIVAL, subject.vocabulary)
+    named = names_subject(subject, sentence, context, title=title)
+    rivals = [w for w in _rare_words(sentence, RIVAL, subject.vocabulary) if not _kin(subject, w)]
     if not context and not title:
         return named
     if named and not rivals:
