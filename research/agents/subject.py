@@ -9,7 +9,8 @@ English and Chinese; Chinese is segmented into words by jieba, so 城际铁路 i
 SPECIFIC: it names the subject. A common one ("side effects", "loss", "carbon", 发展, 铁路) is GENERAL:
 it says what is asked about the subject. A run of content words in the question is one term
 ("seagrass meadows", "GLP-1 drugs", 城际铁路); a text names the term by its head, the first specific word
-("seagrass"), or less surely by another of its specific words.
+("seagrass"), or less surely by another of its specific words. A Chinese word is looked for in the raw
+text, since jieba may cut it differently in a page than in the question.
 
 - `subject_of(question, locale)` builds the model; a part with no specific term of its own ("How
   fast are they being lost?") takes its parent question's (`within=`).

@@ -193,3 +193,15 @@ def test_the_model_engine_s_researcher_is_told_when_a_fetched_page_is_a_near_mis
     assert "城际铁路" in subject_note(RAIL_Q, "zh-CN", *METRO_PAGE)
     assert subject_note(RAIL_Q, "zh-CN", *RAIL_PAGE) == ""
     assert subject_note(RAIL_Q, "zh-CN", *SEAGRASS_PAGE) == ""  # another script: not judged word for word
+
+
+def test_chinese_words_are_found_however_the_segmenter_cuts_them_in_context():
+    # jieba cuts 充电桩 into 充电 + 桩约 in "公共充电桩约272.6万台"; the page still names it three times.
+    subject = subject_of("中国电动汽车充电桩的数量和利用率如何？", "zh-CN")
+    assert subject.terms[0].text == "电动汽车充电桩"
+    page = ("截至2023年底，全国充电基础设施累计数量达到859.6万台，同比增长65%。其中公共充电桩约272.6万台，"
+            "私人充电桩约587万台。车桩比约为2.4比1，也就是说平均每2.4辆新能源汽车对应一个充电桩。")
+    assert page_about(subject, "中国充电基础设施数量", page).about
+    swap = ("截至2023年底，全国换电站累计数量达到3500座。换电站主要服务出租车和网约车。换电站的单站投资较高，"
+            "换电站运营商仍在探索盈利模式。")
+    assert not page_about(subject, "换电站建设提速", swap).about
