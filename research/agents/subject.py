@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from research import scripts, textre
@@ -77,6 +77,7 @@ class Subject:
     terms: tuple[Term, ...]  # specific terms: what the question is about
     general: tuple[str, ...]  # the question's other content words: what it asks about them
     vocabulary: frozenset[str] = field(default_factory=frozenset)  # every content word of the question
+    competitors: frozenset[str] = field(default_factory=frozenset)  # what near-miss pages are about
 
     @property
     def specific(self) -> bool:
@@ -340,19 +341,39 @@ def names_subject(subject: Subject, text: str, context: str = "", *, title: str 
 
 
 def sentence_about(subject: Subject, sentence: str, context: str = "", *, title: str = "") -> bool:
-    """Whether a sentence is about the subject: it names the subject, or its context (the page or
-    paragraph it comes from) is about the subject and the sentence names no competing entity.
-    A sentence that names the subject and a competitor ("Unlike GLP-1 drugs, surgery …") is about
-    the subject only where its context is. Without a context, a sentence must name the subject."""
+    """Whether a sentence is about the subject, in its context (the page or paragraph it comes from).
+
+    On a page about the subject, a sentence is, unless it names a competing entity and not the subject
+    ("Mangroves are lost at 1% a year" where the job's pages include one on mangroves: `competitors`);
+    a rare word of the page's own topic ("defrost", 环评) is no competitor. On a page about something
+    else, a sentence is only when it names the subject and no other rare word ("Unlike GLP-1 drugs,
+    bariatric surgery …" is not). Without a context, a sentence must name the subject."""
     if not subject.specific:
         return True
     named = names_subject(subject, sentence, context, title=title)
-    rivals = [w for w in _rare_words(sentence, RIVAL, subject.vocabulary) if not _kin(subject, w)]
     if not context and not title:
         return named
-    if named and not rivals:
-        return True
-    return page_about(subject, title, context).about and (named or not rivals)
+    rare = [w for w in _rare_words(sentence, RIVAL, subject.vocabulary) if not _kin(subject, w)]
+    if page_about(subject, title, context).about:
+        return named or not any(w in subject.competitors for w in rare)
+    return named and not rare
+
+
+def with_competitors(subject: Subject, pages: Sequence[tuple[str, str]]) -> Subject:
+    """The subject with the topics of the near-miss pages among `pages` (title, text) as its competitors:
+    the rare words those pages are about (their title's and their most used), e.g. "mangrove" beside
+    seagrass. A sentence on a page about the subject that names one of them, and not the subject, is
+    about that competitor."""
+    if not subject.specific:
+        return subject
+    found: set[str] = set()
+    for title, text in pages:
+        if page_about(subject, title, text).about or not comparable(subject, f"{title} {text}"):
+            continue
+        page = _page(title, text)
+        found.update(w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w))
+        found.update(w for w, _ in _rivals(subject, page, least=2)[:2] if page.freq[w] < RIVAL)
+    return replace(subject, competitors=frozenset(found))
 
 
 def claim_about(subject: Subject, claim: str, cited: Sequence[tuple[str, str]], passage: str = "") -> Verdict:

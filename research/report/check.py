@@ -277,6 +277,8 @@ def report_check(
     result = CheckResult(markdown="")
     order: list[int] = []  # registry numbers in order of first use
     subject = subjects.subject_of(question, locale) if question.strip() else None
+    if subject is not None:  # the near-miss pages among the job's sources name the competing subjects
+        subject = subjects.with_competitors(subject, [(s.title, s.text) for s in sources])
 
     body, earlier = _without_note(report_body(markdown))
     unlinked = unlink(body.rstrip(), policy, lost=_LOST, gone=_GONE)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from research.agents.subject import page_about, sentence_about, subject_of
+from research.agents.subject import page_about, sentence_about, subject_of, with_competitors
 
 DRUG_Q = "What are the side effects of GLP-1 drugs?"
 DRUG_PAGE = (
@@ -120,9 +120,15 @@ def test_sentences_are_judged_in_their_page_s_context():
     assert sentence_about(drug, "Most side effects fade after the first weeks of treatment.",
                           DRUG_PAGE[1], title=DRUG_PAGE[0])
     seagrass = subject_of(SEAGRASS_Q, "en-US")
-    # A sentence naming a competing subject is not about this one, even on a page about this one.
-    assert not sentence_about(seagrass, "Mangroves are being lost at 1 to 2% a year.", SEAGRASS_PAGE[1],
-                              title=SEAGRASS_PAGE[0])
+    mangroves = "Mangroves are being lost at 1 to 2% a year."
+    # On a page about the subject, a rare word of its own topic is no competitor ...
+    assert sentence_about(seagrass, mangroves, SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    assert sentence_about(seagrass, "Their roots hold the seabed in place.", SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    # ... but the topic of a near-miss page among the job's pages is: the sentence is about that subject.
+    rivals = with_competitors(seagrass, [SEAGRASS_PAGE, MANGROVE_PAGE])
+    assert "mangrove" in rivals.competitors and "seagrass" not in rivals.competitors
+    assert not sentence_about(rivals, mangroves, SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    assert sentence_about(rivals, "Their roots hold the seabed in place.", SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
     rail = subject_of(RAIL_Q, "zh-CN")
     assert sentence_about(rail, "截至2023年底，全国城际铁路运营里程超过3000公里。", RAIL_PAGE[1], title=RAIL_PAGE[0])
     assert not sentence_about(rail, "2023年，全国城市地铁客流超过290亿人次，运营里程达到1万公里。",

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.rank import RankedSentence, tokenize
-from research.agents.subject import page_about, sentence_about, subject_of
+from research.agents.subject import page_about, sentence_about, subject_of, with_competitors
 from research.agents.text import key_terms
 from research.agents.types import SourceRef
 
@@ -166,7 +166,7 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     need = math.ceil(len(terms) / 2)
     if not terms:
         terms, need = {token for term in key_terms(question, locale) for token in tokenize(term)}, 1
-    subject = subject_of(question, locale)
+    subject = with_competitors(subject_of(question, locale), [(ref.title, ref.text) for ref in sources])
     pages = {ref.number: ref for ref in sources}
 
     def about(sentence: dict[str, Any], itself: bool) -> bool:
