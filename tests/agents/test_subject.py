@@ -211,3 +211,21 @@ def test_chinese_words_are_found_however_the_segmenter_cuts_them_in_context():
     swap = ("截至2023年底，全国换电站累计数量达到3500座。换电站主要服务出租车和网约车。换电站的单站投资较高，"
             "换电站运营商仍在探索盈利模式。")
     assert not page_about(subject, "换电站建设提速", swap).about
+
+
+_SWAPS_ZH = [
+    ("中国城际铁路的发展情况如何？", "城际铁路", "城市地铁"),
+    ("固态电池量产面临哪些限制？", "固态电池", "钠离子电池"),
+    ("中国抽水蓄能的成本如何？", "抽水蓄能", "压缩空气储能"),
+]
+_TEMPLATE_ZH = "{X}近年来发展很快。2023年，{X}的规模增长了20%。业内人士认为，{X}的成本仍然偏高。{X}的建设速度还会加快。"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(_SWAPS_ZH), st.lists(st.sampled_from(_GENERAL_ZH), min_size=0, max_size=8))
+def test_swapping_the_specific_entity_flips_the_verdict_in_chinese(case, general):
+    question, own, other = case
+    subject = subject_of(question, "zh-CN")
+    filler = "".join(f"{g}很重要。" for g in general)
+    assert page_about(subject, own, _TEMPLATE_ZH.format(X=own) + filler).about
+    assert not page_about(subject, other, _TEMPLATE_ZH.format(X=other) + filler).about
