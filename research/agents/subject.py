@@ -57,6 +57,14 @@ _HAS_LETTER = textre.compile(r"\p{L}")
 logger = logging.getLogger(__name__)
 
 
+@lru_cache(maxsize=1)
+def _quiet_jieba() -> None:
+    """jieba (wordfreq's Chinese segmenter) logs its dictionary loading at DEBUG to stderr on import: not news."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+
+
 @dataclass(frozen=True)
 class Term:
     """A run of content words of the question ("seagrass meadows"); `core` are its specific words, in order."""
@@ -166,6 +174,7 @@ def _raw_words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for han, other in _RUN.findall(text):
         if han:
+            _quiet_jieba()
             out.extend((w, "zh") for w in _compounds(wf_tokenize(han, "zh")))
         elif other.strip():
             out.extend((w, "en") for w in wf_tokenize(other, "en"))
