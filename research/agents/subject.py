@@ -49,7 +49,8 @@ _TOPICAL = 5.0
 _FUNCTION = 5.8
 _JOINS = 6.0  # a Chinese character left over by the segmenter under this may belong to a word …
 _RARE_CHAR = 4.5  # … when it, or one beside it, is this rare on its own (桩 3.9, 伏 3.9; not 约 5.6)
-_LEAD_WORDS = 60  # a page's lead: its first words after the title
+_LEAD_WORDS = 60
+_PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba reads ~1 MB/s)  # a page's lead: its first words after the title
 
 _RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
 _HAS_LETTER = textre.compile(r"\p{L}")
@@ -273,7 +274,7 @@ class _Page:
 
 @lru_cache(maxsize=256)
 def _page(title: str, text: str) -> _Page:
-    text = text[:60_000]
+    text = text[:_PAGE_CHARS]
     head, head_freq = _analysed(title)
     body, freq = _analysed(text)
     merged = {w: max(head_freq.get(w, 0.0), freq.get(w, 0.0)) for w in {*head_freq, *freq}}
@@ -377,7 +378,7 @@ def with_competitors(subject: Subject, pages: Sequence[tuple[str, str]]) -> Subj
         return subject
     found: set[str] = set()
     for title, text in pages:
-        if page_about(subject, title, text).about or not comparable(subject, f"{title} {text}"):
+        if not comparable(subject, f"{title} {text}") or page_about(subject, title, text).about:
             continue
         page = _page(title, text)
         found.update(w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w))
