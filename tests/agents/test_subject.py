@@ -229,3 +229,23 @@ def test_swapping_the_specific_entity_flips_the_verdict_in_chinese(case, general
     filler = "".join(f"{g}很重要。" for g in general)
     assert page_about(subject, own, _TEMPLATE_ZH.format(X=own) + filler).about
     assert not page_about(subject, other, _TEMPLATE_ZH.format(X=other) + filler).about
+
+
+def test_the_offline_engine_s_selection_rejects_near_miss_pages_and_their_sentences():
+    from research.agents.engines.offline.select import _cover_sources, _on_subject, _source_weights
+    from research.agents.rank import RankedSentence
+    from research.agents.types import SourceRef
+
+    sources = [SourceRef(number=n, url=f"https://pages.example/{n}", title=t, text=x)
+               for n, (t, x) in enumerate([SEAGRASS_PAGE, MANGROVE_PAGE], start=1)]
+    weights = _source_weights(SEAGRASS_Q, "en-US", sources)
+    assert weights[2] == 0.0 and 2 in weights.rejected and 1 not in weights.rejected
+    assert weights[1] > 0.3
+    weights[2] = 0.9  # a later rule (the search's first hits) may raise a weight: the page stays rejected
+    ranked = [RankedSentence("Mangroves are being lost at 1 to 2% a year.", 2, 2.0, 0),
+              RankedSentence("They are being lost at about 7% a year.", 1, 1.0, 1)]
+    assert [r.source for r in _cover_sources(ranked, weights, 5)] == [1]
+    check = _on_subject(SEAGRASS_Q, "en-US", sources)
+    assert check({"text": "They are being lost at about 7% a year, and their loss has accelerated since 1990.",
+                  "source": 1})
+    assert not check({"text": "Mangroves are being lost at 1 to 2% a year, mostly to shrimp farms.", "source": 2})
