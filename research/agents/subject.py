@@ -49,8 +49,8 @@ _TOPICAL = 5.0
 _FUNCTION = 5.8
 _JOINS = 6.0  # a Chinese character left over by the segmenter under this may belong to a word …
 _RARE_CHAR = 4.5  # … when it, or one beside it, is this rare on its own (桩 3.9, 伏 3.9; not 约 5.6)
-_LEAD_WORDS = 60
-_PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba reads ~1 MB/s)  # a page's lead: its first words after the title
+_LEAD_WORDS = 60  # a page's lead: its first words after the title
+_PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba reads ~1 MB/s)
 
 _RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
 _HAS_LETTER = textre.compile(r"\p{L}")

@@ -51,6 +51,8 @@ from research.report.claims import (
     SURE_UNCITED,
     Claim,
     Judge,
+    RelevanceCheck,
+    RelevanceJudge,
     _cjk,
     _numbers,
     _sure_unsupported,
@@ -58,6 +60,7 @@ from research.report.claims import (
     check_claim,
     is_factual,
     model_judge,
+    model_relevance_judge,
     norm_url,
     plain_text,
     support_score,
@@ -74,6 +77,7 @@ __all__ = [
     "ReportTooLarge",
     "best_source",
     "model_judge",
+    "model_relevance_judge",
     "restore_code",
     "Judge",
     "check_claim",
@@ -259,6 +263,7 @@ def report_check(
     seen: Sequence[Entry] | None = None,
     max_chars: int | None = None,
     question: str = "",
+    relevance_judge: RelevanceJudge | None = None,
 ) -> CheckResult:
     """Check and clean a report against the job's source registry (see the module doc).
 
@@ -266,7 +271,8 @@ def report_check(
     text the job computed itself (processing steps' output): an uncited sentence found there
     stands without a citation. `seen` is the references list the editor saw (citation_targets).
     `max_chars`: the checked report must fit the same budget as its input (ReportTooLarge).
-    `question`: the job's question, whose subject each cited sentence must be about (`off_subject`).
+    `question`: the job's question, whose subject each cited sentence must be about (`off_subject`);
+    `relevance_judge` (the model) is asked about the sentences the subject model finds off the subject.
     """
     markdown = normalized(markdown)
     mapping = citation_targets(markdown, sources, seen=seen)
@@ -276,9 +282,10 @@ def report_check(
     marker = _MARKER_ZH if zh else _MARKER_EN
     result = CheckResult(markdown="")
     order: list[int] = []  # registry numbers in order of first use
-    subject = subjects.subject_of(question, locale) if question.strip() else None
-    if subject is not None:  # the near-miss pages among the job's sources name the competing subjects
-        subject = subjects.with_competitors(subject, [(s.title, s.text) for s in sources])
+    subject: RelevanceCheck | None = None
+    if question.strip():  # the near-miss pages among the job's sources name the competing subjects
+        model = subjects.with_competitors(subjects.subject_of(question, locale), [(s.title, s.text) for s in sources])
+        subject = RelevanceCheck(model, relevance_judge)
 
     body, earlier = _without_note(report_body(markdown))
     unlinked = unlink(body.rstrip(), policy, lost=_LOST, gone=_GONE)
@@ -326,7 +333,7 @@ def _check_part(
     result: CheckResult,
     order: list[int],
     marker: str,
-    subject: subjects.Subject | None = None,
+    subject: RelevanceCheck | None = None,
 ) -> str:
     """One stretch of the report between code blocks, line by line; a line the check leaves alone is kept as is."""
     part = textre.sub(r"\(\s*\x01?\s*\)|（\s*\x01?\s*）", "", part)  # "( )" leftovers of a removed address
@@ -391,7 +398,7 @@ def _check_sentence(
     remove_sure: bool,
     uncited: _UncitedCheck,
     lost: bool = False,
-    subject: subjects.Subject | None = None,
+    subject: RelevanceCheck | None = None,
 ) -> str:
     registry: list[int] = []
 
@@ -418,7 +425,7 @@ def _check_sentence(
     cited = [by_number[n] for n in registry]
     claim = check_claim(plain, cited, judge)
     if subject is not None:
-        claim = _relevance(claim, cited, subject)
+        claim = subject.verdict(claim, cited)
         result.off_subject += claim.about is False
     result.claims.append(claim)
     already_marked = any(m in sentence for m in _MARKERS)
@@ -435,16 +442,6 @@ def _check_sentence(
     return cleaned
 
 
-
-
-def _relevance(claim: Claim, cited: Sequence[SourceRef], subject: subjects.Subject) -> Claim:
-    """The claim with its relevance verdict (research.agents.subject.claim_about) against the cited pages
-    in the question's script; a claim or pages in another script cannot be compared word for word (None)."""
-    pages = [(s.title, s.text) for s in cited if subjects.comparable(subject, s.text)]
-    if not subject.specific or not pages or not scripts.same_script(claim.text, subject.locale):
-        return claim
-    verdict = subjects.claim_about(subject, claim.text, pages, claim.passage)
-    return replace(claim, about=verdict.about, about_why=verdict.why)
 
 
 def _claim_line(line: str) -> bool:

@@ -140,3 +140,38 @@ def test_the_check_line_says_nothing_of_subjects_when_every_sentence_is_on_it(al
     page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
     line = page.split('id="report-check">', 1)[1].split("</p>", 1)[0]
     assert "Claim check: 2 of 2" in line and "another subject" not in line and "report-off-subject" not in page
+
+
+# ---------------------------------------------------------------- the model as a second opinion (llm engine)
+
+
+def test_the_model_may_clear_a_sentence_the_subject_model_flagged_and_its_no_or_failure_leaves_it():
+    import json
+
+    from research.llm.client import LLMClient
+    from research.report.check import model_relevance_judge
+    from tests.support.fake_llm import FakeLLM, Reply
+
+    def responder(body: dict) -> Reply:
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if not system.startswith("# Role: relevance"):
+            return Reply(content="wrong role")
+        if "## Sentence\nMangroves are being lost" in user:
+            return Reply(content="not json at all")
+        return Reply(content=json.dumps({"about": "## Sentence\nUnlike mangroves, they" in user}))
+
+    # About seagrass ("they"), but in its words it names the competitor and not the subject.
+    seagrass = (SEAGRASS_PAGE[0], SEAGRASS_PAGE[1] + " Unlike mangroves, they grow fully under water.")
+    report = ("# S\n\nUnlike mangroves, they grow fully under water [1]. "
+              "Mangroves are being lost at 1 to 2% a year, mostly to shrimp farms [2]. "
+              "Mangrove loss releases carbon stored in their soils [2].\n")
+    sources = _refs(seagrass, MANGROVE_PAGE)
+    lexical = report_check(report, sources, question=SEAGRASS_Q)
+    assert lexical.off_subject == 3
+    with FakeLLM(responder) as fake:
+        judge = model_relevance_judge(LLMClient(base_url=fake.base_url, model=fake.model), "en-US", max_calls=5)
+        judged = report_check(report, sources, question=SEAGRASS_Q, relevance_judge=judge)
+        assert len(fake.requests) == 3  # asked only about the flagged sentences
+    assert [c.about for c in judged.claims] == [True, False, False]  # yes clears; no and a broken answer do not
+    assert judged.off_subject == 2
+    assert "model judged" in judged.claims[0].about_why
