@@ -48,7 +48,7 @@ _TOPICAL = 5.0
 # Words this common end a term ("of", "how", 的, 中国, 发展): they join no name.
 _FUNCTION = 5.8
 _JOINS = 6.0  # a Chinese character left over by the segmenter under this may belong to a word …
-_RARE_CHAR = 4.5  # … when it, or one beside it, is this rare on its own (桩 3.9, 伏 3.9; not 约 5.6)
+_RARE_CHAR = 4.5  # … alone, when it is this rare on its own (桩 3.9, 蓄 3.3; not 约 5.6)
 _LEAD_WORDS = 60  # a page's lead: its first words after the title
 _PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba reads ~1 MB/s)
 
@@ -140,31 +140,37 @@ def _rare_words(text: str, limit: float, skip: frozenset[str]) -> list[str]:
 
 
 def _compounds(segmented: list[str]) -> list[str]:
-    """jieba's dictionary lacks some compounds and leaves characters over (光 + 伏, 充电 + 桩, 抽水 + 蓄):
-    content characters (not 的, 和, 在 …) left side by side, one of them rare as a word on its own (伏,
-    桩, 蓄), make one word (光伏), and one left alone joins the word before it (充电桩), in the question
-    and the pages alike."""
+    """jieba's dictionary lacks some compounds and leaves characters over (光 + 伏, 风 + 电, 充电 + 桩):
+    content characters (not 的, 和, 在 …) left side by side make one word (光伏), and one left alone that
+    is rare as a word on its own (桩, 蓄; not 约) joins the word before it (充电桩), in the question and the
+    pages alike."""
     out: list[str] = []
     loose: list[str] = []
+    prefix = ""  # a rare character with no word before it starts the next word (钠 + 离子, 锂 + 电池)
 
-    def flush() -> None:
-        if not any(zipf(c, "zh") < _RARE_CHAR for c in loose):
-            out.extend(loose)  # 约, 台, 辆: words of their own
-        elif len(loose) >= 2:
-            out.append("".join(loose))
-        elif out and len(out[-1]) >= 2:
-            out[-1] += loose[0]
-        else:
-            out.extend(loose)
+    def flush() -> str:
+        """Place the characters gathered so far; returns one that must start the next word."""
+        held, rare = list(loose), len(loose) == 1 and zipf(loose[0], "zh") < _RARE_CHAR
         loose.clear()
+        if len(held) >= 2:
+            out.append("".join(held))  # 光伏, 风电
+        elif rare and out and len(out[-1]) >= 2:
+            out[-1] += held[0]  # 充电桩; not 充电桩约
+        elif rare:
+            return held[0]
+        else:
+            out.extend(held)
+        return ""
 
     for w in segmented:
         if len(w) == 1 and scripts.has_han(w) and zipf(w, "zh") < _JOINS:
             loose.append(w)
             continue
-        flush()
-        out.append(w)
-    flush()
+        prefix = flush()
+        out.append(prefix + w)
+    prefix = flush()
+    if prefix:
+        out.append(prefix)
     return out
 
 
@@ -218,8 +224,14 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         while last + 1 < len(run) and run[last + 1][0].isdigit():
             last += 1  # "glp 1"
         text = joiner.join(w for w, _ in run[: last + 1])  # "seagrass meadows" of "seagrass meadows store"
+        heads = [w for _, w in core]
+        first = next((i for i, n in enumerate(normed) if heads and n == heads[0]), 0)
+        if joiner == "" and first > 0:
+            # A Chinese compound whose first words are common (海上 of 海上风电) is named only whole: 陆上风电
+            # shares 风电, and the modifier is what tells the two apart.
+            heads[0] = "".join(w for w, _ in run[: first + 1])
         if core:
-            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(w for _, w in core))))
+            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(heads))))
         else:
             general.extend(n for n in normed if _wordlike(n))
         run.clear()

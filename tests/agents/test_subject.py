@@ -249,3 +249,16 @@ def test_the_offline_engine_s_selection_rejects_near_miss_pages_and_their_senten
     assert check({"text": "They are being lost at about 7% a year, and their loss has accelerated since 1990.",
                   "source": 1})
     assert not check({"text": "Mangroves are being lost at 1 to 2% a year, mostly to shrimp farms.", "source": 2})
+
+
+def test_a_chinese_compound_with_a_common_modifier_is_named_only_whole():
+    # 海上 (offshore) is a common word, yet it is what tells 海上风电 from 陆上风电.
+    subject = subject_of("中国海上风电的发展现状如何？", "zh-CN")
+    assert [t.core[0] for t in subject.terms] == ["海上风电"]
+    offshore = "海上风电场建在近海。2023年，中国海上风电累计装机达到3700万千瓦。海上风电的单位造价仍然较高。"
+    onshore = "陆上风电场主要分布在三北地区。2023年，中国陆上风电累计装机超过4亿千瓦。陆上风电的弃风率有所下降。"
+    assert page_about(subject, "中国海上风电", offshore).about
+    assert not page_about(subject, "中国陆上风电", onshore).about
+    # jieba's left-over characters: 钠 + 离子 is one word, and so is 锂 + 电池.
+    sodium = subject_of("钠离子电池的成本和性能与锂电池相比如何？", "zh-CN")
+    assert [t.core[0] for t in sodium.terms] == ["钠离子", "锂电池"]
