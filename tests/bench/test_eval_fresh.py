@@ -30,8 +30,9 @@ def _fold(text: str) -> str:
 
 
 def _sentences(page: Page) -> list[str]:
-    # A sentence ends at . ! ? followed by a space, or at a Chinese full stop, ! or ?.
-    return [s for par in page.paragraphs for s in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", _fold(par)) if s]
+    # A sentence ends at . ! ? followed by a space, or at a Chinese full stop, ！ or ？ (split before
+    # folding, which turns ！ and ？ into ASCII).
+    return [_fold(s) for par in page.paragraphs for s in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", par) if s.strip()]
 
 
 def _states(fact: dict[str, Any], sentence: str) -> bool:
