@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from itertools import groupby
 from pathlib import Path
 
 import pytest
@@ -31,20 +32,23 @@ def _sentences(page) -> list[str]:
     return [fold(par[s:e]) for par in page.paragraphs for s, e in verify.line_sentences(par)]
 
 
+ORIGINAL_SPLITS = ("dev", "test", "holdout")  # bench/eval/questions.json; unseen is questions_fresh.json
+
+
+def _hits(pages: list, query: str) -> list[str]:
+    return [h["url"].rsplit("/", 1)[1].removesuffix(".html") for h in search(pages, query, "http://x")]
+
+
 def test_the_eval_has_dev_test_and_holdout_questions_with_relevant_and_distractor_pages():
     pages = {p.name: p for p in load_pages()}
-    questions = load_questions(splits=eval_run.SPLITS)
-    assert eval_run.SPLITS == ("dev", "test", "holdout") and {q["split"] for q in questions} == set(eval_run.SPLITS)
+    questions = load_questions(splits=ORIGINAL_SPLITS)
+    assert eval_run.SPLITS == ("dev", "test", "holdout", "unseen") and {q["split"] for q in questions} == set(
+        ORIGINAL_SPLITS)
     assert len(pages) >= 100 and len(questions) >= 36
     assert sum(q["locale"].startswith("zh") for q in questions) * 2 == len(questions)
-    for split in eval_run.SPLITS:
+    for split in ORIGINAL_SPLITS:
         chosen = [q for q in questions if q["split"] == split]
         assert len(chosen) >= 10 and {q["locale"][:2] for q in chosen} == {"en", "zh"}, split
-    used = {split: {n for q in questions if q["split"] == split for n in q["pages"] + q["distractors"]}
-            for split in eval_run.SPLITS}
-    for i, a in enumerate(eval_run.SPLITS):
-        for b in eval_run.SPLITS[i + 1:]:
-            assert not used[a] & used[b], f"{a} and {b} must be on different topics: {used[a] & used[b]}"
     # As in dev (ssb-limits-zh), holdout has a Chinese question whose pages are English.
     assert any(q["split"] == "holdout" and q["locale"].startswith("zh")
                and all(pages[n].lang == "en" for n in q["pages"]) for q in questions)
@@ -52,10 +56,51 @@ def test_the_eval_has_dev_test_and_holdout_questions_with_relevant_and_distracto
         assert 2 <= len(q["pages"]) <= 4 and len(q["distractors"]) >= 4, q["id"]
         assert not set(q["pages"]) & set(q["distractors"])
         # Distractors are near misses: a search for the question finds some of them among its hits.
-        hits = {h["url"].rsplit("/", 1)[1].removesuffix(".html") for h in search(list(pages.values()),
-                                                                                q["question"], "http://x")}
+        hits = set(_hits(list(pages.values()), q["question"]))
         assert len(hits & set(q["distractors"])) >= 2, q["id"]
         assert set(q["pages"]) <= hits, q["id"]
+
+
+def test_the_splits_share_no_question_and_no_page():
+    # Every split, unseen included when bench/eval/questions_fresh.json is there: a page (relevant,
+    # distractor or near miss) serves one split only, and no question is asked in two splits.
+    questions = load_questions(splits=eval_run.SPLITS)
+    splits = sorted({q["split"] for q in questions})
+    used = {split: {n for q in questions if q["split"] == split
+                    for n in q["pages"] + q["distractors"] + q.get("near_miss", [])} for split in splits}
+    asked = {split: {" ".join(q["question"].casefold().split()) for q in questions if q["split"] == split}
+             for split in splits}
+    for i, a in enumerate(splits):
+        for b in splits[i + 1:]:
+            assert not used[a] & used[b], f"{a} and {b} must be on different topics: {used[a] & used[b]}"
+            assert not asked[a] & asked[b], f"{a} and {b} ask the same question: {asked[a] & asked[b]}"
+
+
+def test_every_question_has_near_miss_pages_that_its_searches_find():
+    """Near misses tempt: pages about another subject in the question's words, with figures, in its
+    language, ranked among the top hits for the question and for each of its obvious sub-queries."""
+    pages = {p.name: p for p in load_pages()}
+    corpus = list(pages.values())
+    questions = load_questions(splits=eval_run.SPLITS)
+    assert {q["split"] for q in questions if q.get("near_miss")} >= set(ORIGINAL_SPLITS)
+    for q in questions:
+        near = q.get("near_miss", [])
+        if q["split"] in ORIGINAL_SPLITS:
+            assert q.get("sub_queries"), q["id"]
+        assert len(near) >= 2 and set(near) <= set(pages), q["id"]
+        assert not set(near) & (set(q["pages"]) | set(q["distractors"])), q["id"]
+        # Chinese questions get Chinese near misses, English questions English ones.
+        assert sum(pages[n].lang == q["locale"][:2] for n in near) >= 2, q["id"]
+        for name in near:  # figures to tempt with: at least three numbers on the page
+            numbers = sum(digits for digits, _ in groupby(pages[name].text, str.isdigit))
+            assert numbers >= 3, (q["id"], name, "tempting figures")
+        found = set(_hits(corpus, q["question"])) & set(near)
+        assert len(found) >= 2, (q["id"], "question", found)
+        for query in q.get("sub_queries", []):
+            hits = set(_hits(corpus, query)) & set(near)
+            assert hits, (q["id"], query)
+            found |= hits
+        assert found == set(near), (q["id"], "never found", set(near) - found)
 
 
 def test_every_fact_is_stated_on_a_page_the_question_names():
@@ -116,10 +161,10 @@ def test_scores_count_facts_only_from_the_pages_that_state_them():
 
 
 def test_a_plain_run_never_runs_the_holdout_split():
-    # `make eval` (--split all) is the routine run; holdout questions run only when named.
+    # `make eval` (--split all) is the routine run; holdout and unseen questions run only when named.
     assert eval_run.splits_for("all") == ("dev", "test") and eval_run.splits_for("holdout") == ("holdout",)
-    assert eval_run.splits_for("final") == ("dev", "test", "holdout")
-    assert not [q for q in load_questions(splits=eval_run.splits_for("all")) if q["split"] == "holdout"]
+    assert eval_run.splits_for("final") == ("dev", "test", "holdout", "unseen")
+    assert not [q for q in load_questions(splits=eval_run.splits_for("all")) if q["split"] in ("holdout", "unseen")]
     assert {q["split"] for q in load_questions(splits=eval_run.splits_for("holdout"))} == {"holdout"}
 
 
@@ -149,8 +194,10 @@ def test_eval_runs_one_question_through_every_engine_row(tmp_path):
     out = tmp_path / "results.json"
     out.write_text(json.dumps({"render": {"kept": True}}))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER")}
+    log = tmp_path / "readings.log"
     proc = subprocess.run(
-        [sys.executable, "bench/eval/run.py", "--only", "hydrogen-cost-en", "--quiet", "--out", str(out)],
+        [sys.executable, "bench/eval/run.py", "--only", "hydrogen-cost-en", "--quiet", "--out", str(out),
+         "--log", str(log)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -158,14 +205,17 @@ def test_eval_runs_one_question_through_every_engine_row(tmp_path):
     results = json.loads(out.read_text())
     assert results["render"] == {"kept": True}  # other sections are kept
     section = results["eval"]
-    assert section["questions"] == {"dev": 1, "test": 0, "holdout": 0} and "stand-in" in section["note"]
+    assert section["questions"] == {"dev": 1, "test": 0, "holdout": 0, "unseen": 0} and "stand-in" in section["note"]
+    assert not log.exists()  # a dev question is no reading of a held-out split
     rows = ["offline", "llm", "offline-heavy", "llm-heavy"]  # heavy mode is measured against standard
     assert section["machine"]["nproc"] >= 1 and section["engines"] == rows
     for engine in rows:
         dev = section[engine]["dev"]
         assert "test" not in section[engine] and "holdout" not in section[engine]  # only dev was run
         assert set(dev) >= {"fact_recall", "citation_support", "unretrieved_urls", "answer_first",
-                            "uncited_unsupported"}
+                            "uncited_unsupported", "near_miss_cited", "off_subject_cited", "by_language"}
+        assert set(dev["by_language"]) == {"en"} and dev["by_language"]["en"]["questions"] == 1
+        assert 0 <= dev["near_miss_cited"] <= 1 and 0 <= dev["off_subject_cited"] <= 1
         assert dev["failed_jobs"] == 0 and dev["unretrieved_urls"] == 0 and dev["uncited_unsupported"] == 0
         assert 0 <= dev["fact_recall"] <= 1
         assert section[engine]["per_question"]["hydrogen-cost-en"]["cited_sentences"] > 0
