@@ -239,8 +239,9 @@ def print_table(section: dict[str, Any], *, per_question: bool = True) -> None:
                 first = "yes" if r["answer_first"] else "no"
                 print(
                     f"{name:14} {r['split']:7} {qid:20} {r['facts_found']:>3}/{r['facts']:<3} "
-                    f"{_pct(r['citation_support']):>8} {r['near_miss_cited_count']:>9} "
-                    f"{r['off_subject_cited_count']:>8} {r['unretrieved_urls']:>8} {r['uncited_unsupported']:>7} "
+                    f"{_pct(r['citation_support']):>8} {r['near_miss_cited_count']:>4}/{r['cited_sentences']:<4} "
+                    f"{r['off_subject_cited_count']:>3}/{r['cited_sentences']:<4} {r['unretrieved_urls']:>8} "
+                    f"{r['uncited_unsupported']:>7} "
                     f"{first:>10}" + ("" if r["status"] == "done" else f"  ({r['status']})")
                 )
         for split in SPLITS:
@@ -347,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     if held_out:
         log_reading(section, Path(args.log))
         print(f"{', '.join(held_out)} questions were read: logged in {args.log}; say what changed since the last "
-              'reading in docs/quality.md ("Readings of the held-out splits")')
+              'reading in docs/quality.md ("Readings of the test and holdout splits")')
     if args.reports:
         folder = Path(args.reports)
         for name, markdown in section["_reports"].items():

@@ -16,7 +16,7 @@ import pytest
 
 from bench.eval import run as eval_run
 from bench.eval.corpus import CorpusSite, load_pages, search
-from bench.eval.metrics import fold, score_report, states_fact
+from bench.eval.metrics import Scores, fold, score_report, states_fact
 from bench.eval.run import compare, load_engines, load_questions
 from research.agents.types import SourceRef
 from research.report import check as verify
@@ -225,3 +225,131 @@ def test_eval_runs_one_question_through_every_engine_row(tmp_path):
     assert versus["baseline"] == "offline" and versus["questions"] == 1
     assert versus["questions_worse"] == 0  # run 0 of a heavy step is the standard step: never less
     assert section["offline"]["dev"]["fact_recall"] >= 0.5
+
+
+def _cold_sources() -> list[SourceRef]:
+    pages = {p.name: p for p in load_pages()}
+    return [SourceRef(1, "http://site/pages/heatpump-cold.html", "A", pages["heatpump-cold"].text),
+            SourceRef(2, "http://site/pages/nm-ev-heatpump-cold.html", "EV", pages["nm-ev-heatpump-cold"].text),
+            SourceRef(3, "http://site/pages/heatpump-ground.html", "G", pages["heatpump-ground"].text),
+            SourceRef(4, "http://site/pages/hydrogen-cost.html", "H", pages["hydrogen-cost"].text)]
+
+
+_ON_SUBJECT = ("Field trials of cold-climate air-source heat pumps found an average seasonal COP of about 2.5 to 3 "
+               "in regions where winter temperatures regularly fall below minus 15 degrees Celsius. [1]")
+# Quoted word for word from the near-miss page: supported by its source, about another subject (cars).
+_NEAR_MISS = ("In cold climates the heat pump's efficiency falls: tests found a coefficient of performance of about 3 "
+              "at 0 degrees Celsius and about 1.5 at minus 20 degrees Celsius. [2]")
+
+
+def _report(*sentences: str) -> str:
+    refs = "\n".join(f"- [{s.number}] [{s.title}]({s.url})" for s in _cold_sources())
+    return "# Q\n\n## Answer\n\n" + " ".join(sentences) + "\n\n## References\n\n" + refs + "\n"
+
+
+def test_a_sentence_cited_to_a_near_miss_page_is_counted_though_its_source_supports_it():
+    q = _question("heatpump-cold-en")
+    assert "nm-ev-heatpump-cold" in q["near_miss"]
+    tempted = score_report(_report(_ON_SUBJECT, _NEAR_MISS), _cold_sources(), q)
+    assert tempted.claims == 2 and tempted.citation_support == 1.0  # support alone cannot tell
+    assert (tempted.near_miss, tempted.near_miss_cited) == (1, 0.5)
+    assert (tempted.off_subject, tempted.off_subject_cited) == (1, 0.5)
+    figures = tempted.as_dict()
+    assert figures["near_miss_cited"] == 0.5 and figures["near_miss_cited_count"] == 1
+    assert figures["off_subject_cited"] == 0.5 and figures["off_subject_cited_count"] == 1
+    # The on-subject answer alone cites no near miss; the fact still counts only from its own page.
+    clean = score_report(_report(_ON_SUBJECT), _cold_sources(), q)
+    assert (clean.near_miss, clean.off_subject, clean.near_miss_cited) == (0, 0, 0.0) and clean.facts[0]
+    # Citing the relevant page and the near miss at once still counts as leaning on the near miss.
+    both = score_report(_report(_ON_SUBJECT.replace("[1]", "[1][2]")), _cold_sources(), q)
+    assert (both.near_miss, both.off_subject) == (1, 1)
+
+
+def test_off_subject_counts_any_page_outside_the_question_but_not_its_distractors():
+    q = _question("heatpump-cold-en")
+    pages = {p.name: p for p in load_pages()}
+    distractor = " ".join(verify.plain_text(pages["heatpump-ground"].paragraphs[0]).split(". ")[:1]) + ". [3]"
+    other = " ".join(verify.plain_text(pages["hydrogen-cost"].paragraphs[0]).split(". ")[:1]) + ". [4]"
+    scores = score_report(_report(_ON_SUBJECT, distractor, other), _cold_sources(), q)
+    assert scores.claims == 3 and scores.near_miss == 0  # hydrogen-cost is no near miss of this question
+    assert scores.off_subject == 1 and scores.off_subject_cited == pytest.approx(1 / 3)
+    # A report that cites nothing has no share to report.
+    assert score_report("# Q\n\n## Answer\n\nNothing cited here.\n", _cold_sources(), q).near_miss_cited == 0.0
+
+
+def _row(split: str, lang: str, found: int, near: int, claims: int) -> dict:
+    """A per-question row as run_eval makes it, from canned scores."""
+    scores = Scores(facts=[True] * found + [False] * (4 - found), claims=claims, supported=claims, answer_first=True,
+                    near_miss=near, off_subject=near + 1)
+    return scores.as_dict() | {"split": split, "lang": lang, "status": "done", "sources": 2}
+
+
+def test_summaries_give_near_misses_beside_recall_and_support_per_language():
+    rows = [_row("dev", "en", 4, 0, 10), _row("dev", "en", 2, 1, 10), _row("dev", "zh", 1, 5, 10)]
+    s = eval_run.summarize(rows)
+    assert s["fact_recall"] == pytest.approx(7 / 12, abs=1e-3) and s["citation_support"] == 1.0
+    assert s["near_miss_cited"] == pytest.approx(0.2) and s["near_miss_cited_count"] == "6/30"
+    assert s["off_subject_cited"] == pytest.approx(0.3) and s["off_subject_cited_count"] == "9/30"
+    en, zh = s["by_language"]["en"], s["by_language"]["zh"]
+    assert set(s["by_language"]) == {"en", "zh"}
+    assert (en["questions"], en["fact_recall"], en["near_miss_cited"]) == (2, 0.75, 0.05)
+    assert (zh["questions"], zh["fact_recall"], zh["near_miss_cited"], zh["citation_support"]) == (1, 0.25, 0.5, 1.0)
+    assert eval_run.summarize([_row("dev", "en", 0, 0, 0)])["near_miss_cited"] is None
+
+
+def _write_questions(folder: Path, name: str, *questions: dict) -> None:
+    (folder / name).write_text(json.dumps({"questions": list(questions)}), encoding="utf-8")
+
+
+def test_every_questions_file_is_read_and_unseen_runs_only_when_named(tmp_path):
+    def q(qid: str, split: str) -> dict:
+        return {"id": qid, "split": split, "locale": "en-US", "question": qid, "pages": [], "distractors": [],
+                "facts": []}
+
+    _write_questions(tmp_path, "questions.json", q("a", "dev"), q("b", "test"), q("c", "holdout"))
+    _write_questions(tmp_path, "questions_fresh.json", q("d", "unseen"))
+    every = load_questions(directory=tmp_path)
+    assert [x["id"] for x in every] == ["a", "b", "c", "d"]
+    assert [x["id"] for x in load_questions(splits=eval_run.splits_for("all"), directory=tmp_path)] == ["a", "b"]
+    assert [x["id"] for x in load_questions(splits=eval_run.splits_for("unseen"), directory=tmp_path)] == ["d"]
+    assert [x["id"] for x in load_questions(splits=eval_run.splits_for("final"), directory=tmp_path)] == list("abcd")
+    assert eval_run.logged_splits(every) == ["test", "holdout", "unseen"] and eval_run.logged_splits(every[:1]) == []
+    _write_questions(tmp_path, "questions_more.json", q("a", "unseen"))
+    with pytest.raises(SystemExit, match="given twice"):
+        load_questions(directory=tmp_path)
+
+
+def test_every_reading_of_a_held_out_split_is_logged(tmp_path, monkeypatch):
+    """main() appends one line per run that reads test, holdout or unseen; a dev run appends none. The
+    engines are replaced by canned scores: what is tested is the bookkeeping, not the jobs."""
+
+    def fake_run_eval(*, questions, engines, **_):
+        section = {"ran_at": "2026-11-26T14:00:00+00:00", "machine": {}, "note": "n",
+                   "questions": {s: sum(q["split"] == s for q in questions) for s in eval_run.SPLITS},
+                   "engines": [r["name"] for r in engines], "_reports": {}}
+        for row in engines:
+            per = {q["id"]: _row(q["split"], q["locale"][:2], 3, 1, 4) for q in questions}
+            section[row["name"]] = {"engine": row["engine"], "per_question": per} | {
+                s: eval_run.summarize([r for r in per.values() if r["split"] == s])
+                for s in eval_run.SPLITS if any(r["split"] == s for r in per.values())}
+        return section
+
+    monkeypatch.setattr(eval_run, "run_eval", fake_run_eval)
+    log, out = tmp_path / "readings.log", tmp_path / "results.json"
+    common = ["--engines", "offline", "--out", str(out), "--log", str(log), "--quiet"]
+    assert eval_run.main(["--split", "dev", *common]) == 0 and not log.exists()
+    assert eval_run.main(["--split", "all", *common]) == 0
+    assert eval_run.main(["--split", "holdout", "--engines", "offline,offline-heavy", *common[2:]]) == 0
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 2
+    first, second = lines
+    assert first["splits"] == ["dev", "test"] and first["rows"] == ["offline"] and first["questions"]["test"] == 12
+    assert first["at"] == "2026-11-26T14:00:00+00:00" and isinstance(first["dirty"], bool)
+    head = eval_run._git("rev-parse", "--short=12", "HEAD")
+    assert first["commit"] == (head or "unknown")
+    test = first["figures"]["offline"]["test"]
+    assert test["fact_recall"] == 0.75 and test["near_miss_cited"] == 0.25 and test["citation_support"] == 1.0
+    assert set(test["by_language"]) == {"en", "zh"}
+    assert second["splits"] == ["holdout"] and second["rows"] == ["offline", "offline-heavy"]
+    assert set(second["figures"]) == {"offline", "offline-heavy"}
+    assert json.loads(out.read_text())["eval"]["offline"]["holdout"]["near_miss_cited"] == 0.25
