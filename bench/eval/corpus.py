@@ -1,6 +1,8 @@
 """The evaluation corpus (bench/eval/pages/*.txt) served as a small website on 127.0.0.1.
 
-Each file holds the pages of one group of neighbouring topics. A page starts with a line
+Each file holds the pages of one group of neighbouring topics; nearmiss-<split>.txt holds the near-miss
+pages of one split's questions (another subject in the question's words) and fresh-*.txt the pages of
+the unseen split. Page names are unique across files. A page starts with a line
 `=== <name>`, then `key: value` header lines (title, lang, keywords), a blank line, and paragraphs
 separated by blank lines. The site serves every page as HTML at /pages/<name>.html and answers
 SearXNG-style JSON searches at /search?q=...&format=json, ranking pages with BM25 over title,

@@ -2,13 +2,15 @@
 
     .venv/bin/python bench/eval/run.py                      # dev and test questions, every engine row
     .venv/bin/python bench/eval/run.py --split dev --engines offline --out /tmp/e.json   # while tuning
-    .venv/bin/python bench/eval/run.py --split holdout      # final readings only (docs/quality.md)
+    .venv/bin/python bench/eval/run.py --split final        # final readings only, logged (docs/quality.md)
 
 Starts the benchmark stack (bench/harness.py: SQLite, embedded Redis, a real Celery worker) with
 the evaluation corpus (bench/eval/pages) as the web search provider and site, runs every question
 as a job with each engine, scores the final reports (bench/eval/metrics.py), prints a table and
 writes the `eval` section of bench/results.json (other sections are kept): per engine row of
-bench/eval/engines.json and per split, `eval.<row>.dev`, `eval.<row>.test` and `eval.<row>.holdout`.
+bench/eval/engines.json and per split, `eval.<row>.<split>` (dev, test, holdout, unseen), each with
+recall, support and the share of cited sentences taken from near-miss pages, also per language
+(`eval.<row>.<split>.by_language.{en,zh}`).
 
 Splits: `dev` is tuned on, `test` is held out, `holdout` was written after the heavy-mode tuning and
 `unseen` (bench/eval/questions_fresh.json) was written by someone who never read the engine code; both

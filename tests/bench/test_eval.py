@@ -83,6 +83,8 @@ def test_every_question_has_near_miss_pages_that_its_searches_find():
     corpus = list(pages.values())
     questions = load_questions(splits=eval_run.SPLITS)
     assert {q["split"] for q in questions if q.get("near_miss")} >= set(ORIGINAL_SPLITS)
+    relevant = {n for q in questions for n in q["pages"]}
+    assert not relevant & {n for q in questions for n in q.get("near_miss", [])}  # never a subject's own page
     for q in questions:
         near = q.get("near_miss", [])
         if q["split"] in ORIGINAL_SPLITS:
