@@ -313,7 +313,9 @@ def reading_line(section: dict[str, Any], *, commit: str, dirty: bool) -> dict[s
 def log_reading(section: dict[str, Any], log: Path = READINGS_LOG) -> dict[str, Any]:
     """Append one JSON line for this run to the readings log (kept in git: each reading of a held-out
     split stays on record, with the commit that produced it and whether the tree had changes)."""
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    # Dirty means code or data changed since the commit; the results file and this log do not count.
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results.json",
+                      f":!{READINGS_LOG.relative_to(ROOT)}"))
     line = reading_line(section, commit=_git("rev-parse", "--short=12", "HEAD"), dirty=dirty)
     with log.open("a", encoding="utf-8") as out:
         out.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
