@@ -243,3 +243,51 @@ def test_rounds_of_compaction_lose_no_source_number(rounds, cap):
         assert sum(is_note(p) for p in report_parts(memory.view)) <= 1
     final = memory.restore(memory.view)
     assert written <= set(citation_numbers(final)) and NOTE_EN not in final
+
+
+def test_compaction_cuts_between_blocks_never_inside_one():
+    report = "\n".join([
+        "## Costs",
+        "",
+        "Module prices fell by 90% since 2010 [1]. Installers now charge less per watt [2].",
+        "",
+        "| Year | Price |",
+        "|---|---|",
+        "| 2010 | $2.00 [3] |",
+        "",
+        "```",
+        "- not a list item [99]",
+        "```",
+        "",
+        "- Rooftop systems cost $3 a watt [4].",
+        "  - Incentives cover 30% [5].",
+        "- Batteries raise self-use to 70% [6].",
+        "",
+        "1. Utility solar is cheapest [7].",
+        "2. Storage is next [8].",
+    ])
+    parts = report_parts(report)
+    assert [p.text.splitlines()[0] for p in parts] == [
+        "## Costs", "Module prices fell by 90% since 2010 [1]. Installers now charge less per watt [2].",
+        "| Year | Price |", "```", "- Rooftop systems cost $3 a watt [4].", "- Batteries raise self-use to 70% [6].",
+        "1. Utility solar is cheapest [7].", "2. Storage is next [8]."]
+    memory = Memory(Counter(), "en-US", 90)
+    memory.update(report)
+    kept = report_parts(memory.view)
+    assert kept[0].text == "## Costs" and is_note(kept[1]) and memory.compactions == 1
+    assert all(p.text in report for p in kept if not is_note(p))  # whole blocks, as written
+    assert set(citation_numbers(memory.view)) == set(range(1, 9))  # the code block's [99] is no citation
+    final = memory.restore(memory.view)
+    assert final.startswith("## Costs\n\nModule prices fell") and set(citation_numbers(final)) == set(range(1, 9))
+    assert "  - Incentives cover 30% [5]." in final and "```\n- not a list item [99]\n```" in final
+
+
+def test_uncited_parts_moved_out_are_announced_and_come_back():
+    paragraphs = [f"Finding number {n} was not stated by any source we could read, so it stays open." for n in range(8)]
+    memory = Memory(Counter(), "en-US", 80)
+    memory.update("# Step\n\n" + "\n\n".join(paragraphs))
+    assert "(Memory compacted: earlier parts of this report were moved out" in memory.view
+    assert paragraphs[-1] in memory.view and paragraphs[0] not in memory.view
+    final = memory.restore(memory.view + "\n\nOne more line written in the last round.")
+    assert all(p in final for p in paragraphs) and NOTE_EN not in final
+    assert final.index(paragraphs[0]) < final.index(paragraphs[-1]) < final.index("One more line")

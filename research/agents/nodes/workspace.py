@@ -10,13 +10,15 @@ report's growth is paid for by the results, not by the prompt. The total fits th
 
 A report over its cap is compacted, never cut blindly: the view keeps its leading headings and its
 newest parts, and the older parts move to an archive. A note in the view lists the citation numbers
-that only the archive holds, so the model knows those sources are read and citable; at the end the
-archived parts whose sources the final step report no longer cites are added back to it. Nothing the
-researcher found is lost, and the model is told what it does not see.
+that only the archive holds, so the model knows those sources are read and citable (or, with none,
+says that parts were moved out); at the end the archived parts the final step report lacks (their
+sources no longer cited, or, uncited, their text gone) are added back to it. Nothing the researcher
+found is lost, and the model is told what it does not see.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -31,7 +33,8 @@ REPORT_SHARE = 4  # the report view gets 1/REPORT_SHARE of the workspace by defa
 SOURCE_TOKEN_CAP = 2_500  # one fetched page / kb passage
 MIN_WORKSPACE = 400  # a window too small for more is left to the client's context fitting
 MIN_RESULTS = 150  # the last action's results always get at least this much
-NOTE = "research_memory_note"
+NOTE = "research_memory_note"  # the note listing the citations moved out of sight
+PLAIN_NOTE = "research_memory_note_plain"  # the same when the parts moved out cite nothing
 
 
 def option_cap(options: dict[str, Any], key: str, default: int) -> int:
@@ -112,8 +115,13 @@ def join_parts(parts: list[Part]) -> str:
 
 @lru_cache(maxsize=1)
 def _note_openings() -> tuple[str, ...]:
-    """How the compaction note begins in each language: a part that begins so is the note, not content."""
-    return tuple(load_fragment(NOTE, locale).split("{", 1)[0].strip() for locale in ("en-US", "zh-CN"))
+    """How the compaction notes begin in each language (what both fragments share before the first
+    placeholder): a part that begins so is a note, not content."""
+    openings = []
+    for locale in ("en-US", "zh-CN"):
+        texts = [load_fragment(NOTE, locale).split("{", 1)[0], load_fragment(PLAIN_NOTE, locale)]
+        openings.append(os.path.commonprefix(texts).strip())
+    return tuple(openings)
 
 
 def is_note(part: Part) -> bool:
@@ -141,7 +149,7 @@ class Memory:
     cap: int
     text: str = ""
     view: str = ""
-    archive: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    archive: dict[str, Part] = field(default_factory=dict)  # by text, in the order they were moved out
     compactions: int = 0  # rounds whose report had to be compacted
 
     def update(self, text: str) -> None:
@@ -149,10 +157,14 @@ class Memory:
         self.view = self.compact(text)
 
     def note(self, shown: str, pending: tuple[int, ...] = ()) -> str:
-        """The compaction note for a view showing `shown`: the archived (and `pending`) citations it lacks."""
-        archived = {n for numbers in self.archive.values() for n in numbers} | set(pending)
+        """The compaction note for a view showing `shown`: the archived (and `pending`) citations it lacks,
+        or, when it lacks none but does not show an archived part, that parts were moved out."""
+        archived = {n for part in self.archive.values() for n in citation_numbers(part.text)} | set(pending)
         missing = sorted(archived - set(citation_numbers(shown)))
-        return load_fragment(NOTE, self.locale, cited=cite_list(missing)) if missing else ""
+        if missing:
+            return load_fragment(NOTE, self.locale, cited=cite_list(missing))
+        hidden = any(not part.heading and part.text not in shown for part in self.archive.values())
+        return load_fragment(PLAIN_NOTE, self.locale) if hidden else ""
 
     def compact(self, text: str) -> str:
         """`text` within `cap` tokens: leading headings, the note, then the newest parts that fit."""
@@ -181,24 +193,46 @@ class Memory:
             kept = [Part(truncate_tokens(self.llm, newest.text, max(room, 32)), newest.start, newest.end,
                          item=newest.item)]
         for part in dropped:
-            self.archive.setdefault(part.text, tuple(citation_numbers(part.text)))
+            self.archive.setdefault(part.text, part)
         shown = join_parts(head + kept)
         return join_parts(_with_note(head + kept, self.note(shown)))
 
     def restore(self, final: str) -> str:
-        """The final step report with the archived parts whose sources it no longer cites added back:
-        where the note stands (where they were taken from), else at its end. The note itself goes."""
+        """The final step report with the archived parts it lacks added back (a cited part whose sources
+        it no longer all cites, an uncited one whose text it no longer holds, each with the heading it
+        stood under): where the note stands (where they were taken from), else at its end. The note goes."""
         if not self.archive:
             return final
         parts = report_parts(final)
-        cited = set(citation_numbers(join_parts([p for p in parts if not is_note(p)])))
-        back = [text for text, numbers in self.archive.items() if numbers and not set(numbers) <= cited]
-        block = "\n".join(back)
+        body = join_parts([p for p in parts if not is_note(p)])
+        cited = set(citation_numbers(body))
+        back: list[Part] = []
+        heading: Part | None = None
+        for part in self.archive.values():
+            if part.heading:
+                heading = part
+                continue
+            numbers = set(citation_numbers(part.text))
+            if (numbers and not numbers <= cited) or (not numbers and part.text not in body):
+                if heading is not None and heading.text not in body:
+                    back.append(heading)
+                heading = None
+                back.append(part)
         at = next((index for index, part in enumerate(parts) if is_note(part)), -1)
         if at < 0:
-            return final.rstrip() + "\n\n" + block if back else final
-        restored = [Part(block, -2, -1)] if back else []
+            return final.rstrip() + "\n\n" + _restored(back) if back else final
+        restored = [Part(_restored(back), -2, -1)] if back else []
         return join_parts([p for p in parts[:at] + restored + parts[at + 1 :] if not is_note(p)])
+
+
+def _restored(parts: list[Part]) -> str:
+    """Archived parts as one Markdown block: consecutive list items stay one list."""
+    out = ""
+    for index, part in enumerate(parts):
+        if index:
+            out += "\n" if part.item and parts[index - 1].item else "\n\n"
+        out += part.text
+    return out
 
 
 def _with_note(parts: list[Part], note: str) -> list[Part]:
