@@ -215,12 +215,14 @@ def test_the_note_lists_numbers_as_ranges_the_citation_grammar_reads():
 
 _WORDS = st.text(st.sampled_from("abcdefgh ijklmn opqrstu vwxyz 0123456789 ,.%$ 光伏成本"), min_size=1, max_size=120)
 _FINDING = st.tuples(_WORDS.map(lambda s: " ".join(s.split()) or "x"),
-                     st.lists(st.integers(1, 40), min_size=0, max_size=3), st.booleans())
+                     st.lists(st.integers(1, 40), min_size=0, max_size=3), st.sampled_from(["item", "text", "head"]))
 
 
-def _block(words: str, numbers: list[int], item: bool) -> str:
+def _block(words: str, numbers: list[int], kind: str) -> str:
     cites = "".join(f"[{n}]" for n in numbers)
-    return f"- {words}. {cites}".rstrip() if item else f"Note on {words}. {cites}".rstrip()
+    if kind == "head":
+        return f"## {words}"
+    return f"- {words}. {cites}".rstrip() if kind == "item" else f"Note on {words}. {cites}".rstrip()
 
 
 @settings(max_examples=60, deadline=None)
@@ -243,6 +245,9 @@ def test_rounds_of_compaction_lose_no_source_number(rounds, cap):
         assert sum(is_note(p) for p in report_parts(memory.view)) <= 1
     final = memory.restore(memory.view)
     assert written <= set(citation_numbers(final)) and NOTE_EN not in final
+    # Every block that was ever written is in the final report (the model here never drops one).
+    blocks = {p.text for p in report_parts(text) if not is_note(p)} | set(memory.archive)
+    assert all(block in final for block in blocks if not block.startswith("## "))
 
 
 def test_compaction_cuts_between_blocks_never_inside_one():
@@ -291,3 +296,18 @@ def test_uncited_parts_moved_out_are_announced_and_come_back():
     final = memory.restore(memory.view + "\n\nOne more line written in the last round.")
     assert all(p in final for p in paragraphs) and NOTE_EN not in final
     assert final.index(paragraphs[0]) < final.index(paragraphs[-1]) < final.index("One more line")
+
+
+def test_the_newest_parts_keep_the_heading_they_stand_under():
+    first = [f"- Module price fact number {n} from the first source [{n}]." for n in range(1, 6)]
+    second = [f"- Storage price fact number {n} from another source [{n}]." for n in range(6, 9)]
+    report = "# Step\n\n## Modules\n\n" + "\n".join(first) + "\n\n## Storage\n\n" + "\n".join(second)
+    memory = Memory(Counter(), "en-US", 110)
+    memory.update(report)
+    assert estimate_tokens(report) > 110 and memory.compactions == 1
+    kept = [p.text for p in report_parts(memory.view)]
+    # The leading headings stay on top, then the note; the newest items keep their own heading.
+    assert kept[:2] == ["# Step", "## Modules"] and is_note(report_parts(memory.view)[2])
+    assert kept[3] == "## Storage" and kept[-1] == second[-1] and first[0] not in kept
+    final = memory.restore(memory.view)
+    assert [p.text for p in report_parts(final)] == ["# Step", "## Modules", *first, "## Storage", *second]

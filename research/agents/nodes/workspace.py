@@ -11,9 +11,9 @@ report's growth is paid for by the results, not by the prompt. The total fits th
 A report over its cap is compacted, never cut blindly: the view keeps its leading headings and its
 newest parts, and the older parts move to an archive. A note in the view lists the citation numbers
 that only the archive holds, so the model knows those sources are read and citable (or, with none,
-says that parts were moved out); at the end the archived parts the final step report lacks (their
-sources no longer cited, or, uncited, their text gone) are added back to it. Nothing the researcher
-found is lost, and the model is told what it does not see.
+says that parts were moved out), and that those parts come back; at the end every archived part the
+final step report does not hold is added back to it, under the heading it stood under. Nothing the
+researcher found is lost, and the model is told what it does not see.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ REPORT_SHARE = 4  # the report view gets 1/REPORT_SHARE of the workspace by defa
 SOURCE_TOKEN_CAP = 2_500  # one fetched page / kb passage
 MIN_WORKSPACE = 400  # a window too small for more is left to the client's context fitting
 MIN_RESULTS = 150  # the last action's results always get at least this much
+TRUNCATED = "[… truncated]"  # how truncate_tokens marks a cut text
 NOTE = "research_memory_note"  # the note listing the citations moved out of sight
 PLAIN_NOTE = "research_memory_note_plain"  # the same when the parts moved out cite nothing
 
@@ -82,6 +83,7 @@ class Part:
     end: int  # line after the last
     heading: bool = False
     item: bool = False
+    section: str = ""  # the heading it stands under ("" before the first)
 
 
 def report_parts(text: str) -> list[Part]:
@@ -90,6 +92,7 @@ def report_parts(text: str) -> list[Part]:
     lines = source.split("\n")
     tokens, _ = parse(source)
     parts: list[Part] = []
+    section = ""
     for token in tokens:
         if token.map is None or token.nesting == -1:
             continue
@@ -98,8 +101,10 @@ def report_parts(text: str) -> list[Part]:
             start, end = token.map
             body = "\n".join(lines[start:end]).rstrip()
             if body.strip():
-                parts.append(Part(body, start, end, heading=token.type == "heading_open",
-                                  item=token.type == "list_item_open"))
+                heading = token.type == "heading_open"
+                parts.append(Part(body, start, end, heading=heading, item=token.type == "list_item_open",
+                                  section=section))
+                section = body if heading else section
     return parts
 
 
@@ -188,6 +193,11 @@ class Memory:
                 break
             kept.insert(0, part)
         dropped = rest[: len(rest) - len(kept)]
+        # The kept parts stay under the heading they stood under, when it fits (not under the lead's).
+        under = next((i for i in range(len(dropped) - 1, -1, -1) if dropped[i].heading), -1)
+        if kept and not kept[0].heading and under >= 0 and (
+                self.llm.count_tokens(join_parts([dropped[under], *kept])) <= room):
+            kept.insert(0, dropped.pop(under))
         if not kept and rest:  # not even the newest part fits: show its head, archive it whole
             newest = rest[-1]
             kept = [Part(truncate_tokens(self.llm, newest.text, max(room, 32)), newest.start, newest.end,
@@ -195,34 +205,51 @@ class Memory:
         for part in dropped:
             self.archive.setdefault(part.text, part)
         shown = join_parts(head + kept)
-        return join_parts(_with_note(head + kept, self.note(shown)))
+        return join_parts(_with_note(head + kept, self.note(shown), lead))
+
+    def _cut_copy(self, part: Part) -> bool:
+        """Whether `part` is the head of an archived part, as a view too small for it showed it."""
+        if not part.text.endswith(TRUNCATED):
+            return False
+        head = part.text.removesuffix(TRUNCATED).rstrip()
+        return bool(head) and any(text.startswith(head) for text in self.archive)
 
     def restore(self, final: str) -> str:
-        """The final step report with the archived parts it lacks added back (a cited part whose sources
-        it no longer all cites, an uncited one whose text it no longer holds, each with the heading it
-        stood under): where the note stands (where they were taken from), else at its end. The note goes."""
+        """The final step report with the archived parts it does not hold added back (the model was told
+        they would be, and never saw them again): right after the heading they stood under when the
+        report still has it, else where the note stands (with that heading), else at its end. The note
+        goes, and so does a part the view showed cut (its whole text comes back)."""
         if not self.archive:
             return final
-        parts = report_parts(final)
+        parts = [p for p in report_parts(final) if not self._cut_copy(p)]
         body = join_parts([p for p in parts if not is_note(p)])
-        cited = set(citation_numbers(body))
-        back: list[Part] = []
-        heading: Part | None = None
+        headings = {p.text for p in parts if p.heading}
+        under: dict[str, list[Part]] = {}  # heading in the final report -> parts going back under it
+        loose: list[Part] = []  # parts whose heading is gone, with that heading
         for part in self.archive.values():
-            if part.heading:
-                heading = part
+            if part.heading or part.text in body:
                 continue
-            numbers = set(citation_numbers(part.text))
-            if (numbers and not numbers <= cited) or (not numbers and part.text not in body):
-                if heading is not None and heading.text not in body:
-                    back.append(heading)
-                heading = None
-                back.append(part)
-        at = next((index for index, part in enumerate(parts) if is_note(part)), -1)
-        if at < 0:
-            return final.rstrip() + "\n\n" + _restored(back) if back else final
-        restored = [Part(_restored(back), -2, -1)] if back else []
-        return join_parts([p for p in parts[:at] + restored + parts[at + 1 :] if not is_note(p)])
+            if part.section in headings:
+                under.setdefault(part.section, []).append(part)
+                continue
+            heading = self.archive.get(part.section)
+            if heading is not None and heading not in loose:
+                loose.append(heading)
+            loose.append(part)
+        if not under and not loose and len(parts) == len(report_parts(final)) and not any(is_note(p) for p in parts):
+            return final  # nothing to add back: the model's text as it wrote it
+        out: list[Part] = []
+        for part in parts:
+            if is_note(part):
+                out += [Part(_restored(loose), -2, -1)] if loose else []
+                loose = []
+                continue
+            out.append(part)
+            if part.heading and part.text in under:
+                out.append(Part(_restored(under.pop(part.text)), -2, -1))
+        if loose:
+            out.append(Part(_restored(loose), -2, -1))
+        return join_parts(out)
 
 
 def _restored(parts: list[Part]) -> str:
@@ -235,11 +262,12 @@ def _restored(parts: list[Part]) -> str:
     return out
 
 
-def _with_note(parts: list[Part], note: str) -> list[Part]:
-    """The note after the leading headings (its own block, never joined to a list)."""
+def _with_note(parts: list[Part], note: str, lead: int | None = None) -> list[Part]:
+    """The note after the leading headings, or the first `lead` parts (its own block, never joined to a list)."""
     if not note:
         return parts
-    lead = 0
-    while lead < len(parts) and parts[lead].heading:
-        lead += 1
+    if lead is None:
+        lead = 0
+        while lead < len(parts) and parts[lead].heading:
+            lead += 1
     return [*parts[:lead], Part(note, -2, -1), *parts[lead:]]
