@@ -291,7 +291,7 @@ def test_uncited_parts_moved_out_are_announced_and_come_back():
     paragraphs = [f"Finding number {n} was not stated by any source we could read, so it stays open." for n in range(8)]
     memory = Memory(Counter(), "en-US", 80)
     memory.update("# Step\n\n" + "\n\n".join(paragraphs))
-    assert "(Memory compacted: earlier parts of this report were moved out" in memory.view
+    assert "(Memory compacted: parts were moved out of view" in memory.view
     assert paragraphs[-1] in memory.view and paragraphs[0] not in memory.view
     final = memory.restore(memory.view + "\n\nOne more line written in the last round.")
     assert all(p in final for p in paragraphs) and NOTE_EN not in final

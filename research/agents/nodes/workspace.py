@@ -179,8 +179,10 @@ class Memory:
         if self.llm.count_tokens(body) + self.llm.count_tokens(note) <= self.cap:
             return join_parts(_with_note(parts, note))
         self.compactions += 1
+        # The leading headings (the report's title) stay on top while they take at most a quarter.
         lead = 0
-        while lead < len(parts) and parts[lead].heading:
+        while (lead < len(parts) and parts[lead].heading
+               and self.llm.count_tokens(join_parts(parts[: lead + 1])) <= self.cap // 4):
             lead += 1
         head, rest = parts[:lead], parts[lead:]
         # The room is measured against the longest note this compaction can need (every part but the
