@@ -11,8 +11,15 @@ the three points with the share of the c·n² term at 12 steps.
 `tokens_per_round`: the prompt tokens of every researcher round of one long step (12 rounds of search
 and read, the scripted model against the real LLMClient and researcher node, in this process), next to
 what the same rounds would have cost had each replayed the transcript (every earlier round's message
-and tool results, as the researcher did before its IterResearch workspace). The workspace part that is
-neither the report (the memory, capped) nor the last action's results is the same every round.
+and tool results, as the researcher did before its IterResearch workspace). The task part is the same
+every round; the report (the memory) and the last action's results share one fixed workspace budget
+(research/agents/nodes/workspace.py). `round12_over_round2` is the flatness figure of issue 32 (goal
+≤ 1.2). The step runs with a workspace budget of BENCH_WORKSPACE tokens: the default 8,000 is sized for
+real pages (report 2,000 + two 2,500-token pages and a search listing), and the test site's pages are
+~160 tokens, so no action of this step could fill it and the budget would never bind. 1,000 keeps the
+default's shape (the report a quarter) with the results' three quarters sized to this site's largest
+action, one 8-hit search listing (~720 tokens). `default_budget` repeats the step with the default
+budget, where the report's growth (598 tokens, under its 2,000 cap) shows in the prompt.
 """
 
 from __future__ import annotations
@@ -23,12 +30,23 @@ from typing import Any
 
 from bench.harness import QUESTIONS, Stack
 
+BENCH_WORKSPACE = 1_000  # the workspace budget of the per-round step (see the module doc)
 
-def per_round(*, rounds: int = 12) -> dict[str, Any]:
+
+def per_round(*, rounds: int = 12, workspace: int = BENCH_WORKSPACE) -> dict[str, Any]:
     """Prompt tokens per researcher round for one step of `rounds` rounds (see the module doc)."""
+    out = _per_round(rounds, workspace)
+    default = _per_round(rounds, 0)
+    out["default_budget"] = {key: default[key] for key in ("workspace_token_cap", "prompt_tokens", "report_tokens",
+                                                           "round12_over_round2", "max_over_round2", "total")}
+    return out
+
+
+def _per_round(rounds: int, workspace: int) -> dict[str, Any]:
     from research.agents.engines.llm import LLMEngine
     from research.agents.types import Plan, PlanStep
     from research.llm.client import LLMClient
+    from research.report.citations import citation_numbers
     from tests.support.fake_context import FakeContext, FakePage
     from tests.support.fake_llm import FakeLLM, prompt_tokens
     from tests.support.scenario import Scenario, agent_of
@@ -40,8 +58,10 @@ def per_round(*, rounds: int = 12) -> dict[str, Any]:
         llm = LLMClient(base_url=fake.base_url, model=fake.model, profile="qwen3", timeout=30.0)
         try:
             pages = [FakePage(f"https://site.example{p.path}", p.title, p.text) for p in PAGES]
-            ctx = FakeContext(question=QUESTIONS[0], pages=pages, llm_client=llm,
-                              options={"max_rounds": rounds + 2})
+            options: dict[str, Any] = {"max_rounds": rounds + 2}
+            if workspace:
+                options["workspace_token_cap"] = workspace
+            ctx = FakeContext(question=QUESTIONS[0], pages=pages, llm_client=llm, options=options)
             result = LLMEngine().research(ctx, step, plan, [])
         finally:
             llm.close()
@@ -56,14 +76,22 @@ def per_round(*, rounds: int = 12) -> dict[str, Any]:
     report = [len("".join(m.get("content") or "" for m in r["messages"] if m["role"] == "assistant")) // 4
               for r in requests]
     task = [prompt_tokens({**r, "messages": r["messages"][:2]}) for r in requests]
+    second, twelfth = workspace[1], workspace[min(11, len(workspace) - 1)]
     return {
         "rounds": len(requests),
         "stopped": result.notes["stopped"],
+        "workspace_token_cap": result.notes["workspace_tokens"],
+        "compactions": result.notes["compactions"],
+        "sources_cited": len(set(citation_numbers(result.report_md))),
+        "sources": len(result.notes["sources"]),
         "prompt_tokens": workspace,
         "task_tokens": task,
         "report_tokens": report,
         "transcript_replay_tokens": replay,
         "last_over_third": round(workspace[-1] / workspace[2], 2) if len(workspace) > 2 else 0.0,
+        # Round 12 (the last of the 12) against round 2, the first whose prompt holds an action's results.
+        "round12_over_round2": round(twelfth / second, 3),
+        "max_over_round2": round(max(workspace[1:]) / second, 3),
         "replay_last_over_third": round(replay[-1] / replay[2], 2) if len(replay) > 2 else 0.0,
         "total": sum(workspace),
         "replay_total": sum(replay),
@@ -124,8 +152,15 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
     per = result.get("tokens_per_round")
     if per:
         lines.append(("tokens/round", " ".join(f"{n:,}" for n in per["prompt_tokens"])
-                      + f" (round {per['rounds']} / round 3 = {per['last_over_third']:.2f}; "
-                        f"task part {min(per['task_tokens']):,}–{max(per['task_tokens']):,})"))
+                      + f" (workspace {per['workspace_token_cap']:,}: round 12 / round 2 = "
+                        f"{per['round12_over_round2']:.2f}, max / round 2 = {per['max_over_round2']:.2f}; "
+                        f"task part {min(per['task_tokens']):,}–{max(per['task_tokens']):,}; "
+                        f"{per['compactions']} compactions, {per['sources_cited']}/{per['sources']} sources cited)"))
+        default = per.get("default_budget")
+        if default:
+            lines.append(("default budget", " ".join(f"{n:,}" for n in default["prompt_tokens"])
+                          + f" (workspace {default['workspace_token_cap']:,}: round 12 / round 2 = "
+                            f"{default['round12_over_round2']:.2f})"))
         lines.append(("replayed", " ".join(f"{n:,}" for n in per["transcript_replay_tokens"])
                       + f" (round {per['rounds']} / round 3 = {per['replay_last_over_third']:.2f}; "
                         f"step total {per['replay_total']:,} against {per['total']:,})"))
