@@ -1,0 +1,274 @@
+"""Reading for the offline engine: each step's own searches, reading past the top results until the
+step's part is covered, and the key facts (commands) a source states (docs/offline-engine.md, "Reading").
+
+A step searches its own words first; while its part has no supported answer it reads the next hits
+of that search, then searches a variant (the part's sub-question, then its key terms), within a
+budget of pages and seconds. A part that stays unanswered says so ("No source found on …").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from research.agents.engines.offline.numbers import _numbers
+from research.agents.engines.offline.question import Aspect
+from research.agents.engines.offline.select import _on_subject, _SubjectCheck
+from research.agents.rank import RankedSentence, tokenize
+from research.agents.types import AgentContext, SourceRef, ToolError
+
+READ_PAGES = 10  # pages (or knowledge-base chunks) one step may read in all
+MORE_PAGES = 2  # pages read per "read further" move
+STEP_SECONDS = 120.0  # a step stops reading further after this long (ctx.options["step_time_budget_s"])
+
+_HOW_EN = ("how do i", "how to", "how can i", "how should i", "install", "set up", "configure", "command")
+_HOW_ZH = ("如何安装", "怎么安装", "怎样安装", "如何配置", "怎么配置", "命令", "安装")
+_MUCH_EN = ("how much", "how many", "how fast", "how large", "how big", "what share", "what percentage", "cost")
+_MUCH_ZH = ("多少", "多大", "多快", "比例", "成本", "价格")
+
+
+def part_kind(text: str) -> str:
+    """What a part asks for: "how" (a procedure: a command states it), "much" (a figure) or ""."""
+    low = text.lower()
+    if any(w in low for w in _HOW_EN) or any(w in text for w in _HOW_ZH):
+        return "how"
+    if any(w in low for w in _MUCH_EN) or any(w in text for w in _MUCH_ZH):
+        return "much"
+    return ""
+
+
+def about_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _SubjectCheck:
+    """Whether a sentence is about the question's subject: the one switch point for the subject check
+    (select.py's `_on_subject` until research/agents/subject.py replaces it)."""
+    return _on_subject(question, locale, sources)
+
+
+# ---------------------------------------------------------------- key facts (commands)
+
+_SHELL_START = frozenset(
+    "pip pip3 python python3 uv poetry conda npm npx yarn pnpm apt apt-get brew docker git cargo go make "
+    "curl wget sudo gem composer dotnet mvn gradle helm kubectl".split()
+)
+
+
+def _command(line: str) -> str:
+    """The command a code line holds ("" when it is not one): a shell prompt dropped, a known tool first."""
+    text = line.strip()
+    if text.startswith(("$ ", "> ", "% ")):
+        text = text[2:].strip()
+    first = text.split(" ", 1)[0] if text else ""
+    if first not in _SHELL_START and not (text.startswith("./") and " " not in first):
+        return ""
+    return text if 4 <= len(text) <= 200 and "\n" not in text else ""
+
+
+def command_facts(text: str) -> list[str]:
+    """Commands a page states, in order, each a verbatim slice of one of its lines: lines of fenced or
+    indented code blocks, shell-prompt lines and inline code spans that start with a known tool."""
+    found: list[str] = []
+    fenced = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        code_line = fenced or (line.startswith(("    ", "\t")) and stripped) or stripped.startswith("$ ")
+        candidates = [stripped] if code_line else []
+        if not fenced and "`" in stripped:
+            pieces = stripped.split("`")
+            candidates += [pieces[i] for i in range(1, len(pieces) - 1, 2)]
+        for candidate in candidates:
+            command = _command(candidate)
+            if command and command not in found:
+                found.append(command)
+    return found
+
+
+def best_command(words: str, sources: Sequence[SourceRef]) -> tuple[str, int] | None:
+    """The command of `sources` that shares most words with `words` (the part asked; at least one
+    besides the tool's name), with its source's number; None when no source states one."""
+    wanted = set(tokenize(words))
+    best: tuple[int, str, int] | None = None
+    for ref in sources:
+        for command in command_facts(ref.text):
+            shared = len(wanted & set(tokenize(command)) - set(tokenize(command.split(" ", 1)[0])))
+            if shared and (best is None or shared > best[0]):
+                best = (shared, command, ref.number)
+    return (best[1], best[2]) if best else None
+
+
+# ---------------------------------------------------------------- covered?
+
+
+def covered(
+    ranked: Sequence[RankedSentence],
+    *,
+    shown: int,
+    own: set[str],
+    kind: str,
+    on_subject: _SubjectCheck,
+    sources: Sequence[SourceRef],
+    words: str,
+) -> bool:
+    """Whether the step's part has a supported answer: an on-subject sentence among those it shows
+    that holds the part's own words (half of them), and for "how much" a figure in it, for "how do
+    I" a command in a source it read (or a sentence that states the procedure)."""
+    need = max(1, (len(own) + 1) // 2)
+    for r in ranked[:shown]:
+        if not on_subject({"text": r.text, "source": r.source}):
+            continue
+        if own and len(own & set(tokenize(r.text))) < need:
+            continue
+        if kind == "much" and not _numbers([r.text]):
+            continue
+        if kind == "how" and best_command(words, sources) is None and not own & set(tokenize(r.text)):
+            continue
+        return True
+    return False
+
+
+# ---------------------------------------------------------------- the reader
+
+
+def _same_query(a: str, b: str) -> bool:
+    return set(tokenize(a)) == set(tokenize(b))
+
+
+def step_queries(first: str, *, title: str, aspect: Aspect | None, terms: Sequence[str]) -> list[str]:
+    """A step's searches in order: its own query, its part's sub-question with the key terms it lacks,
+    then the part's words with the key terms (a variant). No query twice."""
+    missing = [t for t in terms if t.lower() not in title.lower()]
+    queries = [first, " ".join([title.rstrip("?？"), *missing])]
+    if aspect:
+        queries.append(" ".join(dict.fromkeys([*aspect.words, *terms])))
+    out: list[str] = []
+    for query in queries:
+        query = query.strip()[:400]
+        if query and not any(_same_query(query, q) for q in out):
+            out.append(query)
+    return out
+
+
+@dataclass
+class Reader:
+    """What one step searched and read: search hits are read in order, a few at a time."""
+
+    ctx: AgentContext
+    first_pages: int
+    use_web: bool = True
+    use_kb: bool = False
+    max_results: int = 8
+    kb_skip: int = 0  # a heavy run reads the knowledge base's chunks past the first ones
+    budget: int = READ_PAGES
+    seconds: float = STEP_SECONDS
+    started: float = field(default_factory=time.monotonic)
+    sources: list[SourceRef] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # hit URLs not read yet, in search order
+    kb_depth: dict[str, int] = field(default_factory=dict)  # knowledge-base chunks taken per query
+    _urls: set[str] = field(default_factory=set)
+    _numbers: set[int] = field(default_factory=set)
+
+    @property
+    def read(self) -> int:
+        return len(self.sources)
+
+    def left(self) -> int:
+        """Pages the budget still allows (0 once the step's seconds are spent)."""
+        if time.monotonic() - self.started >= self.seconds:
+            return 0
+        return max(0, self.budget - self.read)
+
+    def _keep(self, ref: SourceRef) -> bool:
+        if ref.number in self._numbers or not ref.text.strip():
+            return False
+        self._numbers.add(ref.number)
+        self.sources.append(ref)
+        return True
+
+    def search(self, query: str, pages: int) -> None:
+        """Search `query` (knowledge base and web), then read its first `pages` hits."""
+        self.queries.append(query)
+        if self.use_kb:
+            self._kb(query, pages)
+        if self.use_web:
+            self.ctx.check_cancelled()
+            try:
+                results = self.ctx.search(query, max_results=self.max_results)
+            except ToolError as exc:
+                self.errors.append(f"search: {exc}")
+                self.ctx.emit("step.activity", {"kind": "search", "query": query, "error": str(exc)})
+                results = []
+            # Knowledge-base hits that a search provider mixed in are read through kb_search, not fetched.
+            for hit in results:
+                if hit.url and hit.provider != "knowledge" and not hit.url.startswith("kb://"):
+                    if hit.url not in self._urls:
+                        self._urls.add(hit.url)
+                        self.pending.append(hit.url)
+            self.fetch(pages)
+
+    def _kb(self, query: str, count: int) -> int:
+        taken = self.kb_depth.get(query, 0)
+        limit = self.kb_skip + taken + count
+        self.ctx.check_cancelled()
+        try:
+            hits = self.ctx.kb_search(query, limit=limit)
+        except ToolError as exc:
+            self.errors.append(f"knowledge base: {exc}")
+            self.ctx.emit("step.activity", {"kind": "kb", "query": query, "error": str(exc)})
+            return 0
+        self.ctx.emit("step.activity", {"kind": "kb", "query": query, "count": len(hits)})
+        # A heavy run's variant keeps the best chunk and reads past the ones the anchor run read.
+        chosen = hits[:1] + hits[1 + self.kb_skip :] if self.kb_skip else hits
+        self.kb_depth[query] = taken + count
+        return sum(self._keep(ref) for ref in chosen)
+
+    def fetch(self, count: int) -> int:
+        """Read the next `count` pending hits (a failed fetch is skipped for the next one)."""
+        got = 0
+        while self.pending and got < count and self.left() > 0:
+            url = self.pending.pop(0)
+            self.ctx.check_cancelled()
+            try:
+                got += self._keep(self.ctx.fetch(url))
+            except ToolError as exc:
+                self.errors.append(f"{url}: {exc}")
+                self.ctx.emit("step.activity", {"kind": "fetch_failed", "url": url, "error": str(exc)})
+        return got
+
+    def more(self) -> int:
+        """Read further down what was searched: the next web hits, else more knowledge-base chunks."""
+        got = self.fetch(MORE_PAGES) if self.pending else 0
+        if not got and self.use_kb and self.queries:
+            got = self._kb(self.queries[-1], MORE_PAGES)
+        return got
+
+
+def reader_for(ctx: AgentContext, first_pages: int, *, kb_skip: int = 0) -> Reader:
+    options: dict[str, Any] = ctx.options or {}
+    seconds = options.get("step_time_budget_s")
+    return Reader(
+        ctx,
+        first_pages,
+        use_web=options.get("web", True) is not False,
+        use_kb=bool(options.get("kb")),
+        max_results=max(int(options.get("max_results") or 8), READ_PAGES),
+        kb_skip=kb_skip,
+        seconds=float(seconds) if isinstance(seconds, int | float) and seconds > 0 else STEP_SECONDS,
+    )
+
+
+def read_more_reason(title: str, read: int, zh: bool) -> str:
+    if zh:
+        return f"已读的 {read} 个来源还没有回答“{title}”"
+    return f"the {read} sources read so far do not answer “{title}”"
+
+
+def no_source_line(title: str, zh: bool) -> str:
+    """What a part's step and the report say when no source answered it (naming the part)."""
+    part = title.rstrip("?？").strip()
+    return f"_未找到关于“{part}”的来源。_" if zh else f"_No source found on “{part}”._"
