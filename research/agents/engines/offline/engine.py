@@ -28,8 +28,8 @@ from research.agents.engines.offline.question import (
 )
 from research.agents.engines.offline.read import (
     about_subject,
-    best_command,
     covered,
+    fact_note,
     no_source_line,
     part_kind,
     read_more_reason,
@@ -278,7 +278,7 @@ class OfflineEngine:
         own = set(tokenize(" ".join(aspect.words))) if aspect else set()
         words = " ".join([asked, *(aspect.words if aspect else ())])
         queries = step_queries(search_query, title=aspect.title if aspect else step.title, aspect=aspect,
-                               terms=key_terms(ctx.question, locale))
+                               terms=key_terms(ctx.question, locale), zh=zh)
         reader = reader_for(ctx, self.fetch_per_step)
         reader.search(queries.pop(0), self.fetch_per_step)
         ranked: list[RankedSentence] = []
@@ -299,9 +299,8 @@ class OfflineEngine:
                     break
                 reader.search(queries.pop(0), self.fetch_per_step)
         notes: dict[str, Any] = {"queries": reader.queries, "covered": done, "read": reader.read}
-        fact = best_command(words, reader.sources) if kind == "how" else None
-        if fact:
-            notes["facts"] = [{"text": fact[0], "source": fact[1]}]
+        if kind == "how":
+            notes["facts"] = fact_note(words, reader.sources)
         if aspect and not done:
             notes["unanswered"] = aspect.title
         return reader.sources, reader.errors, ranked, fallback, count, notes
@@ -332,8 +331,10 @@ class OfflineEngine:
             check = about_subject(ctx.question, ctx.locale or plan.locale, ctx.sources())
             ranked = [r for r in ranked if check({"text": r.text, "source": r.source}, itself=True)]
         shown = ranked[: self.sentences_per_step]
-        lines = [no_source_line(read["unanswered"], zh)] if "unanswered" in read else []
-        lines += [f"- {_cite(r.text, r.source, zh)}" for r in shown]
+        # A part nothing answers shows only that (its sentences on the subject stay in the notes for the
+        # report's other sections): never a neighbouring subject in its place.
+        lines = ([no_source_line(read["unanswered"], zh)] if "unanswered" in read
+                 else [f"- {_cite(r.text, r.source, zh)}" for r in shown])
         report_md = "\n".join(lines) + "\n"
         return StepResult(
             step_id=step.id,
@@ -376,7 +377,9 @@ class OfflineEngine:
             focus = f"{focus} {lean}".strip()
         candidates: list[tuple[str, int]] = []
         for ref in sources:
-            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
+            # A question a page asks ("How much does it cost?") answers nothing: never a finding.
+            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400]
+                              if sentence.rstrip("\"'”’)）")[-1:] not in "?？")
         if not candidates:
             raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
         weights = _source_weights(ctx.question, locale, sources)
@@ -399,7 +402,10 @@ class OfflineEngine:
             for ref in sources:
                 if not own <= set(tokenize(f"{ref.title} {ref.text}")):
                     weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
-        base_prior = _figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else _figures_bonus
+        # A "how much" part wants the sentence with the figure, as a figures step does.
+        wants_figure = part_kind(aspect.title if aspect else ctx.question) == "much"
+        base_prior = (_figures_prior if wants_figure or _FACET_BY_KEY["figures"] in _step_facets(step)
+                      else _figures_bonus)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
         ranked = rank_sentences(

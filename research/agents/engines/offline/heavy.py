@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from research import scripts, textre
 from research.agents.depth import EMPHASES
-from research.agents.engines.offline.read import best_command, part_kind
+from research.agents.engines.offline.read import fact_note, part_kind
 from research.agents.rank import RankedSentence, near_duplicate
 from research.agents.synthesis import allowed_numbers, finding_check
 from research.agents.text import detect_locale, is_chinese, key_terms
@@ -165,9 +165,8 @@ def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan:
     zh = is_chinese(locale)
     report_md = "\n".join(_bullet(r.text, [r.source], zh) for r in ranked[: engine.sentences_per_step]) + "\n"
     kind = part_kind(step.title) or part_kind(ctx.question)
-    fact = best_command(f"{ctx.question} {step.title}", sources) if kind == "how" else None
     return StepResult(step.id, step.title, report_md, notes={
-        "facts": [{"text": fact[0], "source": fact[1]}] if fact else [],
+        "facts": fact_note(f"{ctx.question} {step.title}", sources) if kind == "how" else [],
         "engine": engine.name, "run": variant.index, "emphasis": variant.emphasis, "queries": queries,
         "searches": len(queries), "sources": [ref.number for ref in sources], "fallback": fallback,
         "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked], "errors": errors,

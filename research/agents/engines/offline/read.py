@@ -87,17 +87,51 @@ def command_facts(text: str) -> list[str]:
     return found
 
 
+_LEAD_MARKUP = frozenset("[]|*_`<>{}#\\")
+
+
+def command_lead(text: str, command: str) -> str:
+    """The prose line that introduces `command` in `text` ("To install it with Redis support, run:"),
+    verbatim, or "": the last non-empty line before the command's line, when it is plain prose that
+    ends in a colon or a full stop."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if command not in line:
+            continue
+        for before in reversed(lines[max(0, index - 3) : index]):
+            lead = before.strip()
+            if not lead or lead.startswith(("```", "~~~")):
+                continue
+            plain = not _LEAD_MARKUP & set(lead) and lead[:1].isupper()
+            if plain and lead[-1:] in ":." and 20 <= len(lead) <= 300 and len(lead.split()) >= 4:
+                return lead
+            break
+        break
+    return ""
+
+
 def best_command(words: str, sources: Sequence[SourceRef]) -> tuple[str, int] | None:
     """The command of `sources` that shares most words with `words` (the part asked; at least one
-    besides the tool's name), with its source's number; None when no source states one."""
+    besides the tool's name; its lead-in line's words count too), with its source's number; None when
+    no source states one."""
     wanted = set(tokenize(words))
     best: tuple[int, str, int] | None = None
     for ref in sources:
         for command in command_facts(ref.text):
-            shared = len(wanted & set(tokenize(command)) - set(tokenize(command.split(" ", 1)[0])))
+            said = set(tokenize(f"{command} {command_lead(ref.text, command)}"))
+            shared = len(wanted & said - set(tokenize(command.split(" ", 1)[0])))
             if shared and (best is None or shared > best[0]):
                 best = (shared, command, ref.number)
     return (best[1], best[2]) if best else None
+
+
+def fact_note(words: str, sources: Sequence[SourceRef]) -> list[dict[str, Any]]:
+    """A step's `facts` note: the best command its sources state, with its source and lead-in line."""
+    found = best_command(words, sources)
+    if found is None:
+        return []
+    text = next(ref.text for ref in sources if ref.number == found[1])
+    return [{"text": found[0], "source": found[1], "lead": command_lead(text, found[0])}]
 
 
 # ---------------------------------------------------------------- covered?
@@ -137,13 +171,21 @@ def _same_query(a: str, b: str) -> bool:
     return set(tokenize(a)) == set(tokenize(b))
 
 
-def step_queries(first: str, *, title: str, aspect: Aspect | None, terms: Sequence[str]) -> list[str]:
-    """A step's searches in order: its own query, its part's sub-question with the key terms it lacks,
-    then the part's words with the key terms (a variant). No query twice."""
-    missing = [t for t in terms if t.lower() not in title.lower()]
-    queries = [first, " ".join([title.rstrip("?？"), *missing])]
+_KIND_WORDS = {"how": ("install guide command", "安装 命令 教程"), "much": ("price figures data", "数据 价格 规模")}
+
+
+def step_queries(first: str, *, title: str, aspect: Aspect | None, terms: Sequence[str], zh: bool = False,
+                 ) -> list[str]:
+    """A step's searches in order. A part's step: its sub-question as asked (the other parts' words
+    left out), then the step's own query, then the part's words with what it asks for ("price
+    figures"). Any other step: its own query, then its title with the key terms. No query twice (the
+    same words in another order are the same search)."""
     if aspect:
-        queries.append(" ".join(dict.fromkeys([*aspect.words, *terms])))
+        words = _KIND_WORDS.get(part_kind(title), ("", ""))[1 if zh else 0]
+        queries = [title.rstrip("?？"), first, " ".join(dict.fromkeys([*aspect.words, *words.split()]))]
+    else:
+        missing = [t for t in terms if t.lower() not in title.lower()]
+        queries = [first, " ".join([title.rstrip("?？"), *missing])]
     out: list[str] = []
     for query in queries:
         query = query.strip()[:400]

@@ -75,10 +75,23 @@ def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str
         if sentence.get("note"):
             lines.append(sentence["text"])
         elif sentence.get("code"):
-            lines.append(f"`{sentence['text']}` [{sentence['source']}]")
+            # The line that introduces the command in its source, verbatim, then the command as code.
+            lead = f"{sentence['lead']} " if sentence.get("lead") else ""
+            lines.append(f"{lead}{_code_span(sentence['text'])} [{sentence['source']}]")
         else:
             lines.append(_cite(sentence["text"], sentence["source"], zh))
     return "\n".join(lines)
+
+
+def _code_span(text: str) -> str:
+    """`text` as one Markdown code span: a fence longer than any backtick run inside it (CommonMark)."""
+    run = longest = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _cite(sentence: str, number: int, zh: bool) -> str:
@@ -155,19 +168,14 @@ def write_report(
         title, report_md = section.title, section.report_md
         picked = [s for s in section.picked if id(s) not in used]
         unanswered = _unanswered(section)
-        if picked:
+        if unanswered:  # said plainly, never filled with what the step found on a neighbouring point
+            bullets = no_source_line(unanswered, zh)
+        elif picked:
             bullets = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for s in picked)
-            if unanswered:  # what the step found on the subject, after saying it does not answer the part
-                bullets = f"{no_source_line(unanswered, zh)}\n\n{bullets}"
         elif title in part_titles:
             # Every part of the question keeps its section, if only to say where its answer is: a step
             # that found something is never reported as having nothing.
-            if section.picked or (section.extractive and not unanswered):
-                bullets = _PART_ANSWERED[zh]
-            else:
-                bullets = no_source_line(unanswered or title, zh)
-        elif unanswered:
-            bullets = no_source_line(unanswered, zh)
+            bullets = _PART_ANSWERED[zh] if section.picked or section.extractive else no_source_line(title, zh)
         elif section.extractive:
             continue  # everything it found is already shown above: no empty section
         else:  # a processing step, or a result without ranked sentences: its own text as is
@@ -189,7 +197,8 @@ def _fact(sections: list[_Section]) -> dict[str, Any] | None:
     for section in sections:
         for fact in section.notes.get("facts") or []:
             if isinstance(fact, dict) and isinstance(fact.get("text"), str) and isinstance(fact.get("source"), int):
-                return {"text": fact["text"], "source": fact["source"], "code": True}
+                lead = fact.get("lead") if isinstance(fact.get("lead"), str) else ""
+                return {"text": fact["text"], "source": fact["source"], "code": True, "lead": lead}
     return None
 
 
@@ -223,7 +232,7 @@ def _answer(
         picks.sort(key=fresh.index)  # best first
         fact = _fact([section]) if kind == "how" else None
         if fact and not any(c.get("code") and c["text"] == fact["text"] for _, c in chosen):
-            picks.insert(1 if picks else 0, fact)  # the command right after the sentence that leads to it
+            picks.insert(0, fact)  # the command answers "how do I …" first
         unanswered = _unanswered(section)
         if unanswered and not fact:
             # Said plainly first; what the step found on the subject may follow, never as the answer.
@@ -251,7 +260,7 @@ def _answer(
     if kind == "how":  # no section led to it: the first command any step's sources state
         fact = _fact(sections)
         if fact:
-            chosen.insert(1 if chosen else 0, ("", fact))
+            chosen.insert(0, ("", fact))
     return chosen[:3]
 
 def _key_findings(
