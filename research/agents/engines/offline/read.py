@@ -264,8 +264,12 @@ class Reader:
             self.ctx.emit("step.activity", {"kind": "kb", "query": query, "error": str(exc)})
             return 0
         self.ctx.emit("step.activity", {"kind": "kb", "query": query, "count": len(hits)})
-        # A heavy run's variant keeps the best chunk and reads past the ones the anchor run read.
-        chosen = hits[:1] + hits[1 + self.kb_skip :] if self.kb_skip else hits
+        # A heavy run's variant reads past the chunks the anchor run read (the synthesis keeps those);
+        # in a small knowledge base it reads them from another start, so its first chunks differ.
+        start = 0
+        if self.kb_skip and len(hits) > 1:
+            start = self.kb_skip if self.kb_skip < len(hits) else 1 + (self.kb_skip - 1) % (len(hits) - 1)
+        chosen = hits[start:] + hits[:start]
         self.kb_depth[query] = taken + count
         return sum(self._keep(ref) for ref in chosen)
 
