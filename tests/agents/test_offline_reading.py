@@ -5,8 +5,8 @@ answers. Over an in-memory context: no model, no network."""
 from __future__ import annotations
 
 from research.agents.engines.offline import OfflineEngine
-from research.agents.engines.offline.read import READ_PAGES, step_queries
 from research.agents.engines.offline.question import Aspect
+from research.agents.engines.offline.read import READ_PAGES, step_queries
 from research.jobs.event_types import event_problem
 from research.report.citations import citation_numbers
 from tests.support.citecheck import check_citations

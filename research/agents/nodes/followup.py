@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.agents.nodes.model import require_model
-from research.agents.prompts import load_prompt
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.read import fact_note, part_kind
+from research.agents.nodes.model import require_model
+from research.agents.prompts import load_prompt
 from research.agents.rank import near_duplicate, split_sentences
 from research.agents.text import is_chinese, key_terms
 from research.agents.types import AgentContext, SourceRef, ToolError

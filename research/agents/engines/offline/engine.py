@@ -268,6 +268,7 @@ class OfflineEngine:
         locale = ctx.locale or plan.locale or detect_locale(ctx.question)
         zh = is_chinese(locale)
         aspect = _aspect_of(ctx.question, locale, step)
+        ranked: list[RankedSentence] = []
         if not step.need_search:
             known = [ref for ref in ctx.sources() if ref.text.strip()]
             if known:
@@ -275,20 +276,23 @@ class OfflineEngine:
                 return known, [], ranked, fallback, count, {"queries": [], "covered": True}
         asked = aspect.title if aspect else ctx.question
         kind = part_kind(asked)
-        own = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        # What the part asks, in words a sentence that answers it would use: its own words and its
+        # facet's ("cost": price, expensive), less the subject every page shares.
+        _, _, focus = self._queries(ctx, step)
+        own = set(tokenize(" ".join([*(aspect.words if aspect else ()), focus]))) if aspect else set()
         words = " ".join([asked, *(aspect.words if aspect else ())])
         queries = step_queries(search_query, title=aspect.title if aspect else step.title, aspect=aspect,
                                terms=key_terms(ctx.question, locale), zh=zh)
         reader = reader_for(ctx, self.fetch_per_step)
         reader.search(queries.pop(0), self.fetch_per_step)
-        ranked: list[RankedSentence] = []
         fallback, count, done = True, 0, False
         while True:
             if reader.sources:
                 ranked, fallback, count = self.rank_step(ctx, step, plan, reader.sources,
                                                          shown=self.sentences_per_step)
                 check = about_subject(ctx.question, locale, ctx.sources())
-                done = not fallback and covered(ranked, shown=self.sentences_per_step, own=own, kind=kind,
+                own -= _shared_subject(ctx.question, locale, reader.sources)
+                done = not fallback and covered(ranked, shown=self.sentences_per_step, asked=own, kind=kind,
                                                 on_subject=check, sources=reader.sources, words=words)
             if done or reader.left() <= 0 or (not reader.pending and not queries and not reader.use_kb):
                 break
@@ -301,8 +305,10 @@ class OfflineEngine:
         notes: dict[str, Any] = {"queries": reader.queries, "covered": done, "read": reader.read}
         if kind == "how":
             notes["facts"] = fact_note(words, reader.sources)
-        if aspect and not done:
-            notes["unanswered"] = aspect.title
+        check = about_subject(ctx.question, locale, ctx.sources())
+        if aspect and not done and (fallback or not covered(ranked, shown=self.sentences_per_step, asked=own,
+                                                            kind="", on_subject=check, sources=[], words="")):
+            notes["unanswered"] = aspect.title  # nothing on the subject speaks of the part at all
         return reader.sources, reader.errors, ranked, fallback, count, notes
 
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,

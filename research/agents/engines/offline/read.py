@@ -141,25 +141,27 @@ def covered(
     ranked: Sequence[RankedSentence],
     *,
     shown: int,
-    own: set[str],
+    asked: set[str],
     kind: str,
     on_subject: _SubjectCheck,
     sources: Sequence[SourceRef],
     words: str,
 ) -> bool:
-    """Whether the step's part has a supported answer: an on-subject sentence among those it shows
-    that holds the part's own words (half of them), and for "how much" a figure in it, for "how do
-    I" a command in a source it read (or a sentence that states the procedure)."""
-    need = max(1, (len(own) + 1) // 2)
+    """Whether the step's part has a supported answer: an on-subject sentence among those it shows that
+    holds a word of what the part asks (`asked`: its own words and its facet's, the subject's left out;
+    any sentence when that is empty), with a figure for "how much", and for "how do I" a command in a
+    source it read. `kind=""` asks only for the sentence (is anything on the part at all?)."""
+    if kind == "how" and best_command(words, sources) is not None:
+        return True
     for r in ranked[:shown]:
         if not on_subject({"text": r.text, "source": r.source}):
             continue
-        if own and len(own & set(tokenize(r.text))) < need:
+        if asked and not asked & set(tokenize(r.text)):
             continue
         if kind == "much" and not _numbers([r.text]):
             continue
-        if kind == "how" and best_command(words, sources) is None and not own & set(tokenize(r.text)):
-            continue
+        if kind == "how":
+            continue  # a procedure is a command: the sentences alone do not cover it
         return True
     return False
 

@@ -216,14 +216,16 @@ def _answer(
     def named(sentence: dict[str, Any]) -> float:
         return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
 
-    def take(label: str, section: _Section, count: int, kind: str = "") -> None:
+    def take(label: str, section: _Section, count: int, kind: str = "", asks: frozenset[str] = frozenset()) -> None:
         # Each quote of a part from another page first: one page rarely says everything.
         fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
         # An answer states something specific: a figure helps, a short vague sentence does not.
         # A sentence that names the subject itself reads on its own ("其中纯电动…" leans on its page).
         figure = 1.5 if kind == "much" else 1.0
+        # For "how much": a sentence that names what the part asks ("成本" for the cost part) answers it
+        # before a figure that only shares the subject with it.
         fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]) * named(s)
-                   * (figure if _numbers([s["text"]]) else 1.0))
+                   * (figure if _numbers([s["text"]]) else 1.0) * (1.5 if asks & set(tokenize(s["text"])) else 1.0))
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
@@ -243,10 +245,12 @@ def _answer(
     if aspects:
         per_part = 2 if len(aspects) <= 2 else 1
         by_title = {s.title: s for s in sections}
-        for aspect in aspects:
+        words = [frozenset(tokenize(" ".join(a.words))) for a in aspects]
+        common = frozenset.intersection(*words) if len(words) > 1 else frozenset()
+        for aspect, own in zip(aspects, words, strict=True):
             if aspect.title in by_title:
                 take(aspect.title if len(aspects) > 1 else "", by_title[aspect.title], per_part,
-                     part_kind(aspect.title))
+                     part_kind(aspect.title), own - common if part_kind(aspect.title) == "much" else frozenset())
         return chosen
     asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
     order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
