@@ -174,3 +174,9 @@ def test_an_unanswered_part_and_a_plain_step_in_one_plan_keep_their_citations_re
     result = engine.research(ctx, plan.steps[0], plan, [])
     assert set(citation_numbers(result.report_md)) <= {s.number for s in ctx.sources()}
     assert result.notes["facts"][0]["source"] in {s.number for s in ctx.sources()}
+
+
+def test_a_closing_fence_joined_to_the_code_line_is_not_part_of_the_command():
+    # What the knowledge base's chunker makes of a fenced block: the fence glued to the last line.
+    text = 'Use the redis bundle:\n\n```bash\npip install "flowq[redis]" ```\n\nThen start a worker.'
+    assert command_facts(text) == ['pip install "flowq[redis]"']

@@ -61,6 +61,8 @@ def _command(line: str) -> str:
     first = text.split(" ", 1)[0] if text else ""
     if first not in _SHELL_START and not (text.startswith("./") and " " not in first):
         return ""
+    if "`" in text:  # a code span's or fence's backticks are markup, not the command
+        return ""
     return text if 4 <= len(text) <= 200 and "\n" not in text else ""
 
 
@@ -70,14 +72,16 @@ def command_facts(text: str) -> list[str]:
     found: list[str] = []
     fenced = False
     for raw in text.splitlines():
-        line = raw.rstrip()
-        stripped = line.strip()
+        stripped = raw.strip()
         if stripped.startswith(("```", "~~~")):
             fenced = not fenced
             continue
-        code_line = fenced or (line.startswith(("    ", "\t")) and stripped) or stripped.startswith("$ ")
-        candidates = [stripped] if code_line else []
-        if not fenced and "`" in stripped:
+        in_code = fenced or (raw.startswith(("    ", "\t")) and bool(stripped)) or stripped.startswith("$ ")
+        if fenced and stripped.endswith(("```", "~~~")):
+            # A chunker may join the closing fence to the last code line: 'pip install x ```'.
+            stripped, fenced = stripped[:-3].rstrip(), False
+        candidates = [stripped] if in_code else []
+        if not in_code and "`" in stripped:
             pieces = stripped.split("`")
             candidates += [pieces[i] for i in range(1, len(pieces) - 1, 2)]
         for candidate in candidates:
