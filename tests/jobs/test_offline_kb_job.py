@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from research.jobs import services
-from research.jobs.models import JobStatus, ResearchJob
+from research.jobs.models import JobStatus, ResearchJob, StepRun
 from research.knowledge import services as kb_services
+from research.report.citations import citation_numbers
 from tests.agents.test_offline_answer import README
 from tests.support.citecheck import check_citations
 from tests.support.inline_units import drain, inline_broker
@@ -45,3 +46,39 @@ def test_an_offline_job_over_a_readme_answers_with_the_command_and_names_the_par
     sources = {s.number: s.text for s in job.sources.all()}
     prose = "\n".join(line for line in report.splitlines() if "pip install" not in line)
     assert check_citations(prose, sources) == []  # every quote is in the README chunk it cites
+
+
+# More documents than one run reads: each a chunk of its own about Flowq's workers.
+GUIDES = [
+    "Flowq workers pull tasks from the broker and run them in child processes on the same machine.",
+    "Each Flowq worker starts four child processes by default, one per CPU core on most small machines.",
+    "Flowq workers acknowledge a task only after it finished, so a failed worker's task runs again elsewhere.",
+    "Flowq retries a failed task three times by default, waiting longer before each new attempt.",
+    "Flowq keeps scheduled tasks in the broker until their time comes, then hands them to a free worker.",
+    "Flowq workers log every failed task with its arguments, so a failure can be replayed by hand.",
+    "Flowq can send a failed task to a dead-letter queue once its retries are spent, for later inspection.",
+    "Flowq workers stop taking new tasks on a warm shutdown and finish the ones they hold first.",
+]
+
+
+def test_a_heavy_offline_job_over_a_knowledge_base_runs_differ_and_no_finding_is_reported_as_nothing(
+        alice, sent):
+    collection = kb_services.collection_create(owner=alice, name="flowq")
+    kb_services.document_add(collection=collection, filename="README.md", data=README.encode())
+    for i, text in enumerate(GUIDES):
+        kb_services.document_add(collection=collection, filename=f"workers-{i}.md",
+                                 data=f"# Flowq workers, part {i + 1}\n\n{text}\n".encode())
+    job = services.job_create(user=alice, question="How do Flowq workers handle failed tasks?", options={
+        "engine": "offline", "kb": collection.pk, "web": False, "auto_accept": True, "max_steps": 1,
+        "depth": "heavy", "runs": 3})
+    drain(sent)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    # Each run read other chunks than the others (not three runs over the same four).
+    read = [tuple(run.result["notes"]["sources"]) for run in StepRun.objects.filter(job=job).order_by("index")]
+    assert len(read) == 3 and len(set(read)) == 3, read
+    assert len({frozenset(r) for r in read}) > 1, read
+    report = job.report_versions.order_by("-number").first().markdown
+    assert "No source found" not in report and "had nothing" not in report
+    step = job.steps.get()
+    assert step.result["notes"]["synthesis"] and citation_numbers(step.result_md)
