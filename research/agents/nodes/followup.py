@@ -77,7 +77,6 @@ def offline_answer(question: str, sources: list[SourceRef], locale: str) -> str:
     states when the question asks how to do something, and a plain "the sources do not state …" when
     none of them says what was asked."""
     zh = is_chinese(locale)
-    sep = "" if zh else " "
     best: list[tuple[int, str]] = []
     for score, number, sentence in _ranked(question, sources, locale):
         if score <= 0 or len(best) >= 3:
@@ -97,7 +96,9 @@ def offline_answer(question: str, sources: list[SourceRef], locale: str) -> str:
                     else f"The sources of this report do not cover this question (“{asked}”).")
         lines.append(f"来源没有直接说明“{asked}”。最接近的内容：" if zh
                      else f"The sources of this report do not state this (“{asked}”). The closest they come:")
-    lines.append(sep.join(f"{s}{sep}[{n}]" for n, s in best))
+    # A Chinese sentence takes its marker directly; an English one (in either answer) a space.
+    glue = ["" if s[-1:] in "。！？" else " " for _, s in best]
+    lines.append("".join(f"{s}{g}[{n}]{g}" for (n, s), g in zip(best, glue, strict=True)).strip())
     return "\n\n".join(line for line in lines if line)
 
 
