@@ -237,7 +237,7 @@ def _answer(
             picks.insert(0, fact)  # the command answers "how do I …" first
         unanswered = _unanswered(section)
         if unanswered and not fact:
-            # Said plainly first; what the step found on the subject may follow, never as the answer.
+            # Said plainly, in place of its quotes: what the step found is not the answer to this part.
             picks = [{"text": no_source_line(unanswered, zh).strip("_"), "source": 0, "note": True}]
         for sentence in picks:
             chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
