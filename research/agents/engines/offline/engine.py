@@ -322,7 +322,7 @@ class OfflineEngine:
         zh = is_chinese(ctx.locale or plan.locale)
         if not sources:
             if "unanswered" in read and not errors:  # the searches worked: nothing is on this part
-                line = no_source_line(read["unanswered"], zh)
+                line = no_source_line(read["unanswered"], zh, italic=False)
                 return StepResult(step_id=step.id, title=step.title, report_md=line + "\n", notes={
                     "engine": self.name, "query": rank_query, "sources": [], "sentences": [], "fallback": False,
                     "errors": [], **read})
@@ -339,7 +339,7 @@ class OfflineEngine:
         shown = ranked[: self.sentences_per_step]
         # A part nothing answers shows only that (its sentences on the subject stay in the notes for the
         # report's other sections): never a neighbouring subject in its place.
-        lines = ([no_source_line(read["unanswered"], zh)] if "unanswered" in read
+        lines = ([no_source_line(read["unanswered"], zh, italic=False)] if "unanswered" in read
                  else [f"- {_cite(r.text, r.source, zh)}" for r in shown])
         report_md = "\n".join(lines) + "\n"
         return StepResult(

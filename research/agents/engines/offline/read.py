@@ -320,7 +320,9 @@ def read_more_reason(title: str, read: int, zh: bool) -> str:
     return f"the {read} sources read so far do not answer “{title}”"
 
 
-def no_source_line(title: str, zh: bool) -> str:
-    """What a part's step and the report say when no source answered it (naming the part)."""
+def no_source_line(title: str, zh: bool, *, italic: bool = True) -> str:
+    """What a part's step and the report say when no source answered it (naming the part): in italics
+    in the report, plain in the step's own text (its card shows that text as is)."""
     part = title.rstrip("?？").strip()
-    return f"_未找到关于“{part}”的来源。_" if zh else f"_No source found on “{part}”._"
+    line = f"未找到关于“{part}”的来源。" if zh else f"No source found on “{part}”."
+    return f"_{line}_" if italic else line

@@ -238,7 +238,8 @@ def _answer(
         unanswered = _unanswered(section)
         if unanswered and not fact:
             # Said plainly, in place of its quotes: what the step found is not the answer to this part.
-            picks = [{"text": no_source_line(unanswered, zh).strip("_"), "source": 0, "note": True}]
+            # (In italics: a note of the engine's, which the claim check does not take for an uncited claim.)
+            picks = [{"text": no_source_line(unanswered, zh), "source": 0, "note": True}]
         for sentence in picks:
             chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
 
