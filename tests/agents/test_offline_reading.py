@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from research.agents.engines.offline import OfflineEngine
 from research.agents.engines.offline.question import Aspect
-from research.agents.engines.offline.read import READ_PAGES, step_queries
+from research.agents.engines.offline.read import READ_PAGES, reader_for, step_queries
 from research.jobs.event_types import event_problem
 from research.report.citations import citation_numbers
 from tests.support.citecheck import check_citations
@@ -115,3 +115,14 @@ def test_each_step_searches_its_own_words_and_no_query_twice():
     aspect = Aspect("How much does a Zorblax license cost", "Zorblax license cost", ("Zorblax", "license", "cost"))
     out = step_queries("Zorblax license cost", title=aspect.title, aspect=aspect, terms=["Zorblax"])
     assert out == ["How much does a Zorblax license cost", "Zorblax license cost price figures data"]
+
+
+def test_a_new_search_reads_its_own_hits_before_what_earlier_searches_left():
+    ctx = FakeContext(question="Zorblax", pages=[*TALK, PRICE, ABOUT])
+    reader = reader_for(ctx, 2)
+    reader.search("Zorblax license cost how much", 2)
+    left = list(reader.pending)
+    reader.search("Oslo firmware microcontrollers", 1)
+    assert ctx.fetched[-1] == ABOUT.url  # the new search's first hit, before the first search's leftovers
+    assert reader.pending == [u for u in left if u != ABOUT.url]
+    assert reader.queries == ["Zorblax license cost how much", "Oslo firmware microcontrollers"]

@@ -218,7 +218,7 @@ class Reader:
     queries: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # hit URLs not read yet, in search order
     kb_depth: dict[str, int] = field(default_factory=dict)  # knowledge-base chunks taken per query
-    _urls: set[str] = field(default_factory=set)
+    _urls: set[str] = field(default_factory=set)  # the URLs read or tried
     _numbers: set[int] = field(default_factory=set)
 
     @property
@@ -252,11 +252,14 @@ class Reader:
                 self.ctx.emit("step.activity", {"kind": "search", "query": query, "error": str(exc)})
                 results = []
             # Knowledge-base hits that a search provider mixed in are read through kb_search, not fetched.
+            fresh: list[str] = []
             for hit in results:
                 if hit.url and hit.provider != "knowledge" and not hit.url.startswith("kb://"):
-                    if hit.url not in self._urls:
-                        self._urls.add(hit.url)
-                        self.pending.append(hit.url)
+                    if hit.url not in self._urls and hit.url not in fresh:
+                        fresh.append(hit.url)
+            # This search's own hits first (also one an earlier search found), then what earlier
+            # searches found and the step has not read yet.
+            self.pending = fresh + [url for url in self.pending if url not in fresh]
             self.fetch(pages)
 
     def _kb(self, query: str, count: int) -> int:
@@ -284,6 +287,7 @@ class Reader:
         got = 0
         while self.pending and got < count and self.left() > 0:
             url = self.pending.pop(0)
+            self._urls.add(url)  # read (or tried): never fetched twice
             self.ctx.check_cancelled()
             try:
                 got += self._keep(self.ctx.fetch(url))
