@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from research.agents.engines.offline import OfflineEngine
 from research.agents.engines.offline.question import Aspect
-from research.agents.engines.offline.read import READ_PAGES, reader_for, step_queries
+from research.agents.engines.offline.read import READ_PAGES, part_kind, reader_for, step_queries
 from research.jobs.event_types import event_problem
 from research.report.citations import citation_numbers
 from tests.support.citecheck import check_citations
@@ -126,3 +126,13 @@ def test_a_new_search_reads_its_own_hits_before_what_earlier_searches_left():
     assert ctx.fetched[-1] == ABOUT.url  # the new search's first hit, before the first search's leftovers
     assert reader.pending == [u for u in left if u != ABOUT.url]
     assert reader.queries == ["Zorblax license cost how much", "Oslo firmware microcontrollers"]
+
+
+def test_what_a_part_asks_for():
+    assert part_kind("How do I install Flowq with Redis support") == "how"
+    assert part_kind("How to configure the broker?") == "how"
+    assert part_kind("How tough is the competition?") == ""  # "how to" only as whole words
+    assert part_kind("How much does a Zorblax license cost") == "much"
+    assert part_kind("What does it cost?") == "much"
+    assert part_kind("钠离子电池的成本") == "much" and part_kind("如何安装 Flowq？") == "how"
+    assert part_kind("What is Zorblax") == ""

@@ -1,9 +1,11 @@
 """Reading for the offline engine: each step's own searches, reading past the top results until the
-step's part is covered, and the key facts (commands) a source states (docs/offline-engine.md, "Reading").
+step's part is covered, and the key facts (commands) a source states (docs/offline-engine.md,
+"Reading until the part is covered").
 
-A step searches its own words first; while its part has no supported answer it reads the next hits
-of that search, then searches a variant (the part's sub-question, then its key terms), within a
-budget of pages and seconds. A part that stays unanswered says so ("No source found on …").
+A part's step searches its sub-question first; while the part has no supported answer it reads the
+next hits of that search, then its next search (the step's own query, then a variant for what the
+part asks), within a budget of pages and seconds. A part that stays unanswered says so ("No source
+found on …").
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from research import textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect
 from research.agents.engines.offline.select import _on_subject, _SubjectCheck
@@ -29,12 +32,18 @@ _MUCH_EN = ("how much", "how many", "how fast", "how large", "how big", "what sh
 _MUCH_ZH = ("多少", "多大", "多快", "比例", "成本", "价格")
 
 
+def _says(words: str, phrase: str) -> bool:
+    """`phrase` in `words` (" "-joined and padded): a phrase of several words as whole words ("how to"
+    is not in "how tough"), one word also as the start of a longer one ("install" in "installing")."""
+    return f" {phrase} " in words if " " in phrase else f" {phrase}" in words
+
+
 def part_kind(text: str) -> str:
     """What a part asks for: "how" (a procedure: a command states it), "much" (a figure) or ""."""
-    low = text.lower()
-    if any(w in low for w in _HOW_EN) or any(w in text for w in _HOW_ZH):
+    words = " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
+    if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
         return "how"
-    if any(w in low for w in _MUCH_EN) or any(w in text for w in _MUCH_ZH):
+    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH):
         return "much"
     return ""
 
