@@ -290,7 +290,9 @@ class OfflineEngine:
             if reader.sources:
                 ranked, fallback, count = self.rank_step(ctx, step, plan, reader.sources,
                                                          shown=self.sentences_per_step)
-                check = about_subject(ctx.question, locale, ctx.sources())
+                # The subject as the pages the step ranks sentences from share it (not every page read).
+                quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
+                check = about_subject(ctx.question, locale, quoted or reader.sources)
                 own -= _shared_subject(ctx.question, locale, reader.sources)
                 done = not fallback and covered(ranked, shown=self.sentences_per_step, asked=own, kind=kind,
                                                 on_subject=check, sources=reader.sources, words=words)
@@ -305,7 +307,8 @@ class OfflineEngine:
         notes: dict[str, Any] = {"queries": reader.queries, "covered": done, "read": reader.read}
         if kind == "how":
             notes["facts"] = fact_note(words, reader.sources)
-        check = about_subject(ctx.question, locale, ctx.sources())
+        quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
+        check = about_subject(ctx.question, locale, quoted or reader.sources)
         if aspect and not done and (fallback or not covered(ranked, shown=self.sentences_per_step, asked=own,
                                                             kind="", on_subject=check, sources=[], words="")):
             notes["unanswered"] = aspect.title  # nothing on the subject speaks of the part at all
@@ -334,7 +337,8 @@ class OfflineEngine:
         )
         if "unanswered" in read:
             # What the step read is not about its part: said plainly, never filled with a neighbour's subject.
-            check = about_subject(ctx.question, ctx.locale or plan.locale, ctx.sources())
+            quoted = [ref for ref in sources if any(r.source == ref.number for r in ranked)]
+            check = about_subject(ctx.question, ctx.locale or plan.locale, quoted or sources)
             ranked = [r for r in ranked if check({"text": r.text, "source": r.source}, itself=True)]
         shown = ranked[: self.sentences_per_step]
         # A part nothing answers shows only that (its sentences on the subject stay in the notes for the

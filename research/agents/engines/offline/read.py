@@ -218,7 +218,7 @@ class Reader:
     use_web: bool = True
     use_kb: bool = False
     max_results: int = 8
-    kb_skip: int = 0  # a heavy run reads the knowledge base's chunks past the first ones
+    kb_skip: int = 0  # a heavy run reads the knowledge base's chunks (and search hits) past the first ones
     budget: int = READ_PAGES
     seconds: float = STEP_SECONDS
     started: float = field(default_factory=time.monotonic)
@@ -266,6 +266,10 @@ class Reader:
                 if hit.url and hit.provider != "knowledge" and not hit.url.startswith("kb://"):
                     if hit.url not in self._urls and hit.url not in fresh:
                         fresh.append(hit.url)
+            if self.kb_skip:
+                # A heavy run reads past the hits the anchor run read, while enough are left to read.
+                k = min(self.kb_skip, max(0, len(fresh) - pages))
+                fresh = fresh[k:] + fresh[:k]
             # This search's own hits first (also one an earlier search found), then what earlier
             # searches found and the step has not read yet.
             self.pending = fresh + [url for url in self.pending if url not in fresh]

@@ -144,7 +144,11 @@ def write_report(
         emit(f"{note_lang}\n\n")
 
     aspects = question_aspects(ctx.question, ctx.locale or plan.locale)
-    on_subject = about_subject(ctx.question, ctx.locale or plan.locale, ctx.sources())
+    # The subject is what the pages the steps quote share: not every page read (a step that read past
+    # its first hits also read pages on other subjects, and they would blur it).
+    quoted = {s["source"] for r in ordered for s in _notes_sentences(r)}
+    pages = [ref for ref in ctx.sources() if ref.number in quoted] or ctx.sources()
+    on_subject = about_subject(ctx.question, ctx.locale or plan.locale, pages)
     answer = _answer(ctx.question, aspects, [s.only(on_subject) for s in sections], on_subject, zh=zh)
     if answer:
         emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
