@@ -277,9 +277,13 @@ class OfflineEngine:
         asked = aspect.title if aspect else ctx.question
         kind = part_kind(asked)
         # What the part asks, in words a sentence that answers it would use: its own words and its
-        # facet's ("cost": price, expensive), less the subject every page shares.
+        # facet's ("cost": price, expensive), less the subject every page shares. A part whose own
+        # words are all the subject ("How much does a heat pump cost to install" over pages on heat
+        # pump costs) asks nothing more specific: any sentence on the subject may answer it.
         _, _, focus = self._queries(ctx, step)
-        own = set(tokenize(" ".join([*(aspect.words if aspect else ()), focus]))) if aspect else set()
+        part_words = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        hints = set(tokenize(focus)) if aspect else set()
+        own: set[str] = set()
         words = " ".join([asked, *(aspect.words if aspect else ())])
         queries = step_queries(search_query, title=aspect.title if aspect else step.title, aspect=aspect,
                                terms=key_terms(ctx.question, locale), zh=zh)
@@ -293,7 +297,8 @@ class OfflineEngine:
                 # The subject as the pages the step ranks sentences from share it (not every page read).
                 quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
                 check = about_subject(ctx.question, locale, quoted or reader.sources)
-                own -= _shared_subject(ctx.question, locale, reader.sources)
+                subject = _shared_subject(ctx.question, locale, reader.sources)
+                own = (part_words | hints) - subject if part_words - subject else set()
                 done = not fallback and covered(ranked, shown=self.sentences_per_step, asked=own, kind=kind,
                                                 on_subject=check, sources=reader.sources, words=words)
             if done or reader.left() <= 0 or (not reader.pending and not queries and not reader.use_kb):
@@ -309,9 +314,11 @@ class OfflineEngine:
             notes["facts"] = fact_note(words, reader.sources)
         quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
         check = about_subject(ctx.question, locale, quoted or reader.sources)
+        # Unanswered: nothing on the subject speaks of the part at all (for "how much": states no figure).
+        loose = "much" if kind == "much" else ""
         if aspect and not done and (fallback or not covered(ranked, shown=self.sentences_per_step, asked=own,
-                                                            kind="", on_subject=check, sources=[], words="")):
-            notes["unanswered"] = aspect.title  # nothing on the subject speaks of the part at all
+                                                            kind=loose, on_subject=check, sources=[], words="")):
+            notes["unanswered"] = aspect.title
         return reader.sources, reader.errors, ranked, fallback, count, notes
 
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
