@@ -11,8 +11,15 @@ the three points with the share of the c·n² term at 12 steps.
 `tokens_per_round`: the prompt tokens of every researcher round of one long step (12 rounds of search
 and read, the scripted model against the real LLMClient and researcher node, in this process), next to
 what the same rounds would have cost had each replayed the transcript (every earlier round's message
-and tool results, as the researcher did before its IterResearch workspace). The workspace part that is
-neither the report (the memory, capped) nor the last action's results is the same every round.
+and tool results, as the researcher did before its IterResearch workspace). The task part is the same
+every round; the report (the memory) and the last action's results share one fixed workspace budget
+(research/agents/nodes/workspace.py). `round12_over_round2` is the flatness figure of issue 32 (goal
+≤ 1.2). The stable keys come from the step as a user's settings run it, with the default workspace
+budget (8,000 tokens, sized for real pages: report 2,000 + two 2,500-token pages and a listing). The
+test site's pages are ~160 tokens, so that budget never fills here and compaction never runs:
+`small_budget` repeats the step with a 1,000-token budget (the same shape, the results' share sized
+to this site's largest action, one 8-hit listing of ~720 tokens) to show the budget binding, the
+memory compacted and no source lost.
 """
 
 from __future__ import annotations
@@ -23,12 +30,24 @@ from typing import Any
 
 from bench.harness import QUESTIONS, Stack
 
+SMALL_WORKSPACE = 1_000  # the budget of the `small_budget` re-run, where compaction runs (see the module doc)
 
-def per_round(*, rounds: int = 12) -> dict[str, Any]:
+
+def per_round(*, rounds: int = 12, small: int = SMALL_WORKSPACE) -> dict[str, Any]:
     """Prompt tokens per researcher round for one step of `rounds` rounds (see the module doc)."""
+    out = _per_round(rounds, 0)
+    compact = _per_round(rounds, small)
+    out["small_budget"] = {key: compact[key] for key in (
+        "workspace_token_cap", "prompt_tokens", "report_tokens", "round12_over_round2", "max_over_round2",
+        "compactions", "sources", "sources_cited", "total")}
+    return out
+
+
+def _per_round(rounds: int, workspace: int) -> dict[str, Any]:
     from research.agents.engines.llm import LLMEngine
     from research.agents.types import Plan, PlanStep
     from research.llm.client import LLMClient
+    from research.report.citations import citation_numbers
     from tests.support.fake_context import FakeContext, FakePage
     from tests.support.fake_llm import FakeLLM, prompt_tokens
     from tests.support.scenario import Scenario, agent_of
@@ -40,8 +59,10 @@ def per_round(*, rounds: int = 12) -> dict[str, Any]:
         llm = LLMClient(base_url=fake.base_url, model=fake.model, profile="qwen3", timeout=30.0)
         try:
             pages = [FakePage(f"https://site.example{p.path}", p.title, p.text) for p in PAGES]
-            ctx = FakeContext(question=QUESTIONS[0], pages=pages, llm_client=llm,
-                              options={"max_rounds": rounds + 2})
+            options: dict[str, Any] = {"max_rounds": rounds + 2}
+            if workspace:
+                options["workspace_token_cap"] = workspace
+            ctx = FakeContext(question=QUESTIONS[0], pages=pages, llm_client=llm, options=options)
             result = LLMEngine().research(ctx, step, plan, [])
         finally:
             llm.close()
@@ -56,14 +77,22 @@ def per_round(*, rounds: int = 12) -> dict[str, Any]:
     report = [len("".join(m.get("content") or "" for m in r["messages"] if m["role"] == "assistant")) // 4
               for r in requests]
     task = [prompt_tokens({**r, "messages": r["messages"][:2]}) for r in requests]
+    second, twelfth = workspace[1], workspace[min(11, len(workspace) - 1)]
     return {
         "rounds": len(requests),
         "stopped": result.notes["stopped"],
+        "workspace_token_cap": result.notes["workspace_tokens"],
+        "compactions": result.notes["compactions"],
+        "sources_cited": len(set(citation_numbers(result.report_md))),
+        "sources": len(result.notes["sources"]),
         "prompt_tokens": workspace,
         "task_tokens": task,
         "report_tokens": report,
         "transcript_replay_tokens": replay,
         "last_over_third": round(workspace[-1] / workspace[2], 2) if len(workspace) > 2 else 0.0,
+        # Round 12 (the last of the 12) against round 2, the first whose prompt holds an action's results.
+        "round12_over_round2": round(twelfth / second, 3),
+        "max_over_round2": round(max(workspace[1:]) / second, 3),
         "replay_last_over_third": round(replay[-1] / replay[2], 2) if len(replay) > 2 else 0.0,
         "total": sum(workspace),
         "replay_total": sum(replay),
@@ -124,8 +153,17 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
     per = result.get("tokens_per_round")
     if per:
         lines.append(("tokens/round", " ".join(f"{n:,}" for n in per["prompt_tokens"])
-                      + f" (round {per['rounds']} / round 3 = {per['last_over_third']:.2f}; "
-                        f"task part {min(per['task_tokens']):,}–{max(per['task_tokens']):,})"))
+                      + f" (workspace {per['workspace_token_cap']:,}: round 12 / round 2 = "
+                        f"{per['round12_over_round2']:.2f}, max / round 2 = {per['max_over_round2']:.2f}; "
+                        f"task part {min(per['task_tokens']):,}–{max(per['task_tokens']):,}; "
+                        f"{per['compactions']} compactions, {per['sources_cited']}/{per['sources']} sources cited)"))
+        small = per.get("small_budget")
+        if small:
+            lines.append(("small budget", " ".join(f"{n:,}" for n in small["prompt_tokens"])
+                          + f" (workspace {small['workspace_token_cap']:,}: round 12 / round 2 = "
+                            f"{small['round12_over_round2']:.2f}, max / round 2 = {small['max_over_round2']:.2f}; "
+                            f"{small['compactions']} compactions, {small['sources_cited']}/{small['sources']} "
+                            "sources cited)"))
         lines.append(("replayed", " ".join(f"{n:,}" for n in per["transcript_replay_tokens"])
                       + f" (round {per['rounds']} / round 3 = {per['replay_last_over_third']:.2f}; "
                         f"step total {per['replay_total']:,} against {per['total']:,})"))

@@ -326,10 +326,17 @@ class ActivityRank(_Where):
     selected: int
 
 
+@with_config(FORBID)
+class ActivityReadMore(_Where):
+    kind: Literal["read_more"]
+    reason: str  # why the step reads further (its part has no answer yet), in the job's language
+    pages: int  # pages read so far
+
+
 StepActivityPayload = Annotated[
     ActivitySearch | ActivitySearchResults | ActivityProviderError | ActivityFetch | ActivityFetchFailed
     | ActivityKb | ActivityCode | ActivityCodeResult | ActivityCodeRefused | ActivityThink | ActivityTool
-    | ActivityBackgroundFailed | ActivitySynthesis | ActivityRank,
+    | ActivityBackgroundFailed | ActivitySynthesis | ActivityRank | ActivityReadMore,
     Field(discriminator="kind"),
 ]
 

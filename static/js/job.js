@@ -42,7 +42,8 @@
     code: "“{title}”: running Python ({lines} lines)", code_result: "“{title}”: the code finished (exit code {code})",
     code_refused: "“{title}”: the Python sandbox is unavailable",
     provider_error: "Search provider {provider} did not answer",
-    rank: "“{title}”: picked {selected} of {candidates} sentences", think: "“{title}”: {text}",
+    rank: "“{title}”: picked {selected} of {candidates} sentences",
+    read_more: "“{title}”: reading further: {reason}", think: "“{title}”: {text}",
     tool: "“{title}”: used the tool {name}", background_failed: "The background search failed",
     source_added: "Found source: {title} ({host})", step_completed: "Finished “{title}”",
     step_failed: "“{title}” failed", step_cancelled: "“{title}” was cancelled",
@@ -141,7 +142,7 @@
       case "step.activity":
         switch (p.kind) {
           case "search": case "search_results": case "kb": case "code": case "code_refused": case "rank":
-          case "tool":
+          case "tool": case "read_more":
             return t(p.kind, v);
           case "fetch": case "fetch_failed": return t(p.kind, Object.assign(v, {host: host(p.url)}));
           case "code_result": return t("code_result", Object.assign(v, {code: p.exit_code}));

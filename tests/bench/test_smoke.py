@@ -68,6 +68,12 @@ def test_smoke_benchmark_writes_well_formed_results(tmp_path):
     per_round = tokens["tokens_per_round"]  # the researcher's workspace: the task part is the same every round
     assert per_round["rounds"] == len(per_round["prompt_tokens"]) >= 10 and len(set(per_round["task_tokens"])) == 1
     assert per_round["transcript_replay_tokens"][-1] > 2 * per_round["prompt_tokens"][-1]
+    # Issue 32: a fixed workspace budget keeps round 12 within 1.2x of round 2 with the default budget, and a
+    # budget small enough to bind compacts the memory without losing a source.
+    assert per_round["round12_over_round2"] <= 1.2 and per_round["max_over_round2"] <= 1.2
+    small = per_round["small_budget"]
+    assert small["round12_over_round2"] <= 1.2 and small["compactions"] > 0
+    assert small["sources_cited"] == small["sources"] > 0
 
     adversarial = results["adversarial"]
     assert adversarial["size"] == 2_000 and adversarial["rows"]

@@ -3,12 +3,15 @@
 Each round the model sees a small workspace rebuilt from scratch, never the transcript: the task (question,
 plan outline, earlier results, the step and the run's focus), its evolving step report (its only memory)
 and its last action with that action's results. It answers with the updated report as its message text and
-its next action as tool calls; an answer without a tool call ends the step. So a round's prompt stays the
-same size however many rounds run (docs/agents.md, "Researcher rounds").
+its next action as tool calls; an answer without a tool call ends the step. The report and the last
+action share one fixed token budget (research/agents/nodes/workspace.py): the report is compacted to its
+share, the results get what it leaves, so a round's prompt stays the same size however many rounds run
+(docs/agents.md, "Researcher rounds").
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +31,6 @@ from research.agents.nodes.messages import (
     task_head,
 )
 from research.agents.nodes.model import (
-    ANSWER_RESERVE,
     ChatModel,
     EngineError,
     ToolCall,
@@ -38,6 +40,7 @@ from research.agents.nodes.model import (
     truncate_tokens,
 )
 from research.agents.nodes.tools import BUILTIN_TOOLS, OfferedMcpTool, offered_mcp_tools
+from research.agents.nodes.workspace import Memory, WorkspaceBudget, plan_budget
 from research.agents.prompts import load_fragment, load_prompt
 from research.agents.subject import subject_note
 from research.agents.types import (
@@ -55,10 +58,7 @@ from research.report.citations import citation_numbers, filter_citations, strip_
 
 logger = logging.getLogger(__name__)
 
-SOURCE_TOKEN_CAP = 2_500  # per fetched page / kb passage shown to the researcher
 MAX_TOOL_CALLS_PER_ROUND = 6
-REPORT_TOKEN_CAP = 2_000  # the evolving report as the workspace shows it
-ACTION_TOKEN_CAP = 6_000  # the results of the last action, all its calls together
 # The plan outline is the other steps by title. Capped (titles shortened) so that a round's prompt
 # does not grow with the number of steps: job tokens then grow linearly in the steps.
 OUTLINE_TOKEN_CAP = 200
@@ -83,9 +83,8 @@ class ResearchRun:
     step: PlanStep
     mcp: dict[str, OfferedMcpTool]
     kb_enabled: bool
-    window: int
-    used_tokens: int = 0  # the workspace without the last action's results
-    report: str = ""  # the evolving step report, citations already filtered
+    memory: Memory  # the evolving step report (citations already filtered) and its compacted view
+    budget: WorkspaceBudget
     last: LastAction | None = None
     prior_allowed: set[int] = field(default_factory=set)
     fetched: dict[str, SourceRef] = field(default_factory=dict)  # url -> source
@@ -97,20 +96,12 @@ class ResearchRun:
 
     # ---- the workspace -----------------------------------------------------------------
 
-    def option_cap(self, key: str, default: int) -> int:
-        value = self.ctx.options.get(key)
-        return int(value) if isinstance(value, int) and value > 0 else default
+    @property
+    def report(self) -> str:
+        return self.memory.text
 
     def source_cap(self) -> int:
-        room = self.window - self.used_tokens - ANSWER_RESERVE
-        return max(200, min(self.option_cap("source_token_cap", SOURCE_TOKEN_CAP), room // 3))
-
-    def action_cap(self) -> int:
-        room = self.window - self.used_tokens - ANSWER_RESERVE
-        return max(300, min(self.option_cap("action_token_cap", ACTION_TOKEN_CAP), room // 2))
-
-    def report_view(self) -> str:
-        return truncate_tokens(self.llm, self.report, self.option_cap("report_token_cap", REPORT_TOKEN_CAP))
+        return self.budget.source
 
     def workspace(self, system: str, task: str) -> list[dict[str, Any]]:
         """The round's whole prompt: the task, then the model's last message (its report and its last
@@ -118,7 +109,7 @@ class ResearchRun:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
         if self.last is not None:
             last = self.last
-            messages.append(assistant_tool_message(self.report_view(), last.calls, last.round_no))
+            messages.append(assistant_tool_message(self.memory.view, last.calls, last.round_no))
             for index, (call, answer) in enumerate(zip(last.calls, last.results, strict=True)):
                 tool_id = call_id(call, last.round_no, index)
                 messages.append({"role": "tool", "tool_call_id": tool_id, "content": answer})
@@ -134,30 +125,27 @@ class ResearchRun:
     def remember(self, content: str) -> None:
         """Take a round's message text as the new report, unless it is only a note about the next action."""
         if _rewrites_report(content, self.report):
-            self.report = self.clean(content)
+            self.memory.update(self.clean(content))
 
     def act(self, calls: list[ToolCall], round_no: int) -> None:
-        """Run the round's tool calls; their results, capped together, become the last action."""
+        """Run the round's tool calls; their results share what the workspace budget leaves once the
+        report view and the calls are in (a result cut to fit ends in "[… truncated]")."""
         results: list[str] = []
         for index, call in enumerate(calls):
             if index >= MAX_TOOL_CALLS_PER_ROUND:
                 results.append(f"Error: at most {MAX_TOOL_CALLS_PER_ROUND} tool calls per round; this one was skipped.")
             else:
                 results.append(self.execute(call))
-        self.last = LastAction(round_no, calls, fit_texts(self.llm, results, self.action_cap()))
+        calls_json = json.dumps(assistant_tool_message("", calls, round_no)["tool_calls"], ensure_ascii=False)
+        # Each tool message costs its id and a few template tokens besides its text.
+        calls_tokens = self.llm.count_tokens(calls_json) + 8 * (len(calls) + 1)
+        room = self.budget.results_room(self.llm.count_tokens(self.memory.view), calls_tokens)
+        self.last = LastAction(round_no, calls, fit_texts(self.llm, results, room))
 
     # ---- tools -------------------------------------------------------------------------
 
     def tool_names(self) -> list[str]:
-        # A step that needs no search (typically analysis over earlier results) gets no web
-        # tools; with no tools at all the first call simply writes the report.
-        names = ["web_search", "fetch_page"] if self.step.need_search else []
-        if self.kb_enabled:
-            names.append("knowledge_search")
-        return names + list(self.mcp)
-
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        return [BUILTIN_TOOLS[name] if name in BUILTIN_TOOLS else self.mcp[name].schema for name in self.tool_names()]
+        return offered_tools(self.step, self.kb_enabled, self.mcp)
 
     def execute(self, call: ToolCall) -> str:
         """Run one tool call; problems come back as an error text the model can act on."""
@@ -202,8 +190,10 @@ class ResearchRun:
             return f'No results for "{query}". Try different keywords.'
         lines = [f'Search results for "{query}":']
         for index, hit in enumerate(hits, start=1):
-            seen = f" (already fetched as [{self.fetched[hit.url].number}])" if hit.url in self.fetched else ""
-            lines.append(f"{index}. {hit.title}{seen}\n   URL: {hit.url}\n   {hit.snippet.strip()[:400]}")
+            if hit.url in self.fetched:  # one line: its findings are in the report, its room goes to new hits
+                lines.append(f"{index}. {hit.title} (already fetched as [{self.fetched[hit.url].number}])")
+            else:
+                lines.append(f"{index}. {hit.title}\n   URL: {hit.url}\n   {hit.snippet.strip()[:400]}")
         lines.append("Search results cannot be cited; use fetch_page to read a page and get its citation number.")
         return "\n".join(lines)
 
@@ -238,6 +228,15 @@ class ResearchRun:
         return truncate_tokens(self.llm, text, self.source_cap())
 
 
+def offered_tools(step: PlanStep, kb_enabled: bool, mcp: dict[str, OfferedMcpTool]) -> list[str]:
+    # A step that needs no search (typically analysis over earlier results) gets no web
+    # tools; with no tools at all the first call simply writes the report.
+    names = ["web_search", "fetch_page"] if step.need_search else []
+    if kb_enabled:
+        names.append("knowledge_search")
+    return names + list(mcp)
+
+
 def research(
     ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *, variant: RunVariant | None = None
 ) -> StepResult:
@@ -246,16 +245,9 @@ def research(
     locale = plan.locale or ctx.locale
     budget = StepBudget.from_options(ctx.options)
     window = llm.context_window()
-    run = ResearchRun(
-        ctx=ctx,
-        llm=llm,
-        step=step,
-        mcp={t.function_name: t for t in offered_mcp_tools(ctx.mcp_tools())},
-        kb_enabled=bool(ctx.options.get("kb")),
-        window=window,
-        prior_allowed=allowed_from_prior(prior, {s.number for s in ctx.sources()}),
-    )
-    tools = run.tool_schemas()
+    mcp = {t.function_name: t for t in offered_mcp_tools(ctx.mcp_tools())}
+    kb_enabled = bool(ctx.options.get("kb"))
+    names = offered_tools(step, kb_enabled, mcp)
     system = load_prompt("researcher", locale)
     # The order keeps a long shared prefix: what every step of the job sees comes first, the step's
     # own parts later, the round's status last.
@@ -265,10 +257,23 @@ def research(
         prior_block(llm, prior, window // 4),
         step_block(step),
         focus_block(variant, locale),
-        f"## Tools\nAvailable: {', '.join(run.tool_names()) or 'none'}.",
+        f"## Tools\nAvailable: {', '.join(names) or 'none'}.",
     )
-    run.used_tokens = (
-        llm.count_tokens(system) + llm.count_tokens(head) + run.option_cap("report_token_cap", REPORT_TOKEN_CAP)
+    tools = [BUILTIN_TOOLS[name] if name in BUILTIN_TOOLS else mcp[name].schema for name in names]
+    # What every round sends besides the workspace: the system prompt, the task with its longest round
+    # line, the tool schemas, and the template's few tokens per message.
+    fixed = (llm.count_tokens(system) + llm.count_tokens(sections(head, round_block(99, 99, locale)))
+             + llm.count_tokens(json.dumps(tools, ensure_ascii=False)) + 16)
+    workspace = plan_budget(window=window, fixed=fixed, options=ctx.options)
+    run = ResearchRun(
+        ctx=ctx,
+        llm=llm,
+        step=step,
+        mcp=mcp,
+        kb_enabled=kb_enabled,
+        memory=Memory(llm, locale, workspace.report),
+        budget=workspace,
+        prior_allowed=allowed_from_prior(prior, {s.number for s in ctx.sources()}),
     )
     sampling: dict[str, Any] = {"temperature": BASE_TEMPERATURE}
     if variant is not None:  # sibling runs sample apart: their own seed, a slightly different temperature
@@ -305,6 +310,7 @@ def research(
         final = _final_report(ctx, llm, run, system, sections(head, round_block(0, 0, locale)), budget, stop, locale,
                               sampling)
     report = run.clean(final) if _rewrites_report(final, run.report) else run.report
+    report = run.memory.restore(report)  # what compaction moved out of sight comes back, the note goes
     if not report.strip():
         report = _digest(run, locale)
     if not report.strip():
@@ -322,6 +328,8 @@ def research(
         "tool_errors": run.tool_errors,
         "removed_citations": run.removed_citations,
         "peak_prompt_tokens": run.peak_prompt_tokens,
+        "workspace_tokens": run.budget.total,
+        "compactions": run.memory.compactions,
     }
     return StepResult(step_id=step.id, title=step.title, report_md=report.strip() + "\n", notes=notes)
 

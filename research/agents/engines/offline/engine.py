@@ -4,6 +4,7 @@ source selection, report writing and the processing step are its sibling modules
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from research import textre
 from research.agents.engines.offline.process import process_step
@@ -24,6 +25,16 @@ from research.agents.engines.offline.question import (
     is_small_talk,
     question_aspects,
     question_facets,
+)
+from research.agents.engines.offline.read import (
+    about_subject,
+    covered,
+    fact_note,
+    no_source_line,
+    part_kind,
+    read_more_reason,
+    reader_for,
+    step_queries,
 )
 from research.agents.engines.offline.select import (
     _cover_sources,
@@ -233,65 +244,82 @@ class OfflineEngine:
             focus = " ".join(dict.fromkeys([*focus.split(), *aspect.words, *asked]))
         return search_query, rank_query, focus
 
-    def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]:
-        """Search and fetch; returns the fetched / knowledge-base sources and the errors met.
+    def _gather(self, ctx: AgentContext, step: PlanStep, query: str, *,
+                kb_skip: int = 0) -> tuple[list[SourceRef], list[str]]:
+        """Search and fetch one query; returns the fetched / knowledge-base sources and the errors met.
 
         A step that needs no search re-reads what the job already found, and searches only when
         nothing was found yet. A failed fetch is skipped and the next hit is tried instead.
+        `kb_skip`: a heavy run reads the knowledge base past the chunks the anchor run read.
         """
-        options = ctx.options or {}
-        use_web = options.get("web", True) is not False
-        use_kb = bool(options.get("kb"))
-        max_results = int(options.get("max_results") or 8)
-        sources: list[SourceRef] = []
-        errors: list[str] = []
-        seen: set[int] = set()
-
-        def keep(ref: SourceRef) -> bool:
-            if ref.number in seen or not ref.text.strip():
-                return False
-            seen.add(ref.number)
-            sources.append(ref)
-            return True
-
         if not step.need_search:
-            for ref in ctx.sources():
-                keep(ref)
-            if sources:
-                return sources, errors
+            known = [ref for ref in ctx.sources() if ref.text.strip()]
+            if known:
+                return known, []
+        reader = reader_for(ctx, self.fetch_per_step, kb_skip=kb_skip)
+        reader.search(query, self.fetch_per_step)
+        return reader.sources, reader.errors
 
-        if use_kb:
-            ctx.check_cancelled()
-            try:
-                hits = ctx.kb_search(query, limit=self.fetch_per_step)
-            except ToolError as exc:
-                errors.append(f"knowledge base: {exc}")
-                ctx.emit("step.activity", {"kind": "kb", "query": query, "error": str(exc)})
-            else:
-                ctx.emit("step.activity", {"kind": "kb", "query": query, "count": len(hits)})
-                for ref in hits:
-                    keep(ref)
-        if use_web:
-            ctx.check_cancelled()
-            try:
-                results = ctx.search(query, max_results=max_results)
-            except ToolError as exc:
-                errors.append(f"search: {exc}")
-                ctx.emit("step.activity", {"kind": "search", "query": query, "error": str(exc)})
-                results = []
-            # Knowledge-base hits that a search provider mixed in are read through kb_search, not fetched.
-            urls = [h.url for h in results if h.url and h.provider != "knowledge" and not h.url.startswith("kb://")]
-            fetched = 0
-            for url in dict.fromkeys(urls):
-                if fetched >= self.fetch_per_step:
+    def _read(self, ctx: AgentContext, step: PlanStep, plan: Plan, search_query: str,
+              ) -> tuple[list[SourceRef], list[str], list[RankedSentence], bool, int, dict[str, Any]]:
+        """Search per part and read past the top hits while the part has no supported answer, within
+        the budget (pages, seconds). Returns the sources, errors, ranking (as `rank_step`) and notes:
+        the queries, whether the part is covered, and the key fact (a command) a source states."""
+        locale = ctx.locale or plan.locale or detect_locale(ctx.question)
+        zh = is_chinese(locale)
+        aspect = _aspect_of(ctx.question, locale, step)
+        ranked: list[RankedSentence] = []
+        if not step.need_search:
+            known = [ref for ref in ctx.sources() if ref.text.strip()]
+            if known:
+                ranked, fallback, count = self.rank_step(ctx, step, plan, known, shown=self.sentences_per_step)
+                return known, [], ranked, fallback, count, {"queries": [], "covered": True}
+        asked = aspect.title if aspect else ctx.question
+        kind = part_kind(asked)
+        # What the part asks, in words a sentence that answers it would use: its own words and its
+        # facet's ("cost": price, expensive), less the subject every page shares. A part whose own
+        # words are all the subject ("How much does a heat pump cost to install" over pages on heat
+        # pump costs) asks nothing more specific: any sentence on the subject may answer it.
+        _, _, focus = self._queries(ctx, step)
+        part_words = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        hints = set(tokenize(focus)) if aspect else set()
+        own: set[str] = set()
+        words = " ".join([asked, *(aspect.words if aspect else ())])
+        queries = step_queries(search_query, title=aspect.title if aspect else step.title, aspect=aspect,
+                               terms=key_terms(ctx.question, locale), zh=zh)
+        reader = reader_for(ctx, self.fetch_per_step)
+        reader.search(queries.pop(0), self.fetch_per_step)
+        fallback, count, done = True, 0, False
+        while True:
+            if reader.sources:
+                ranked, fallback, count = self.rank_step(ctx, step, plan, reader.sources,
+                                                         shown=self.sentences_per_step)
+                # The subject as the pages the step ranks sentences from share it (not every page read).
+                quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
+                check = about_subject(ctx.question, locale, quoted or reader.sources)
+                subject = _shared_subject(ctx.question, locale, reader.sources)
+                own = (part_words | hints) - subject if part_words - subject else set()
+                done = not fallback and covered(ranked, shown=self.sentences_per_step, asked=own, kind=kind,
+                                                on_subject=check, sources=reader.sources, words=words)
+            if done or reader.left() <= 0 or (not reader.pending and not queries and not reader.use_kb):
+                break
+            ctx.emit("step.activity", {"kind": "read_more", "reason": read_more_reason(asked, reader.read, zh),
+                                       "pages": reader.read})
+            if not reader.more():
+                if not queries:
                     break
-                ctx.check_cancelled()
-                try:
-                    fetched += keep(ctx.fetch(url))
-                except ToolError as exc:
-                    errors.append(f"{url}: {exc}")
-                    ctx.emit("step.activity", {"kind": "fetch_failed", "url": url, "error": str(exc)})
-        return sources, errors
+                reader.search(queries.pop(0), self.fetch_per_step)
+        notes: dict[str, Any] = {"queries": reader.queries, "covered": done, "read": reader.read}
+        if kind == "how":
+            notes["facts"] = fact_note(words, reader.sources)
+        quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
+        check = about_subject(ctx.question, locale, quoted or reader.sources)
+        # Unanswered: nothing on the subject speaks of the part at all (for "how much": states no figure).
+        loose = "much" if kind == "much" else ""
+        if aspect and not done and (fallback or not covered(ranked, shown=self.sentences_per_step, asked=own,
+                                                            kind=loose, on_subject=check, sources=[], words="")):
+            notes["unanswered"] = aspect.title
+        return reader.sources, reader.errors, ranked, fallback, count, notes
 
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
                  variant: RunVariant | None = None) -> StepResult:
@@ -300,18 +328,31 @@ class OfflineEngine:
 
             return offline_heavy.research_run(self, ctx, step, plan, prior, variant)
         search_query, rank_query, _ = self._queries(ctx, step)
-        sources, errors = self._gather(ctx, step, search_query)
+        sources, errors, ranked, fallback, candidates, read = self._read(ctx, step, plan, search_query)
+        zh = is_chinese(ctx.locale or plan.locale)
         if not sources:
+            if "unanswered" in read and not errors:  # the searches worked: nothing is on this part
+                line = no_source_line(read["unanswered"], zh, italic=False)
+                return StepResult(step_id=step.id, title=step.title, report_md=line + "\n", notes={
+                    "engine": self.name, "query": rank_query, "sources": [], "sentences": [], "fallback": False,
+                    "errors": [], **read})
             detail = f" ({'; '.join(errors[:3])})" if errors else ""
             raise ToolError(f"no sources found for step '{step.title}'{detail}")
-        ranked, fallback, candidates = self.rank_step(ctx, step, plan, sources, shown=self.sentences_per_step)
         ctx.emit(
             "step.activity",
             {"kind": "rank", "candidates": candidates, "selected": min(len(ranked), self.sentences_per_step)},
         )
-        zh = is_chinese(ctx.locale or plan.locale)
+        if "unanswered" in read:
+            # What the step read is not about its part: said plainly, never filled with a neighbour's subject.
+            quoted = [ref for ref in sources if any(r.source == ref.number for r in ranked)]
+            check = about_subject(ctx.question, ctx.locale or plan.locale, quoted or sources)
+            ranked = [r for r in ranked if check({"text": r.text, "source": r.source}, itself=True)]
         shown = ranked[: self.sentences_per_step]
-        report_md = "\n".join(f"- {_cite(r.text, r.source, zh)}" for r in shown) + "\n"
+        # A part nothing answers shows only that (its sentences on the subject stay in the notes for the
+        # report's other sections): never a neighbouring subject in its place.
+        lines = ([no_source_line(read["unanswered"], zh, italic=False)] if "unanswered" in read
+                 else [f"- {_cite(r.text, r.source, zh)}" for r in shown])
+        report_md = "\n".join(lines) + "\n"
         return StepResult(
             step_id=step.id,
             title=step.title,
@@ -323,6 +364,7 @@ class OfflineEngine:
                 "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked],
                 "fallback": fallback,
                 "errors": errors,
+                **read,
             },
         )
 
@@ -352,7 +394,9 @@ class OfflineEngine:
             focus = f"{focus} {lean}".strip()
         candidates: list[tuple[str, int]] = []
         for ref in sources:
-            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400])
+            # A question a page asks ("How much does it cost?") answers nothing: never a finding.
+            candidates.extend((sentence, ref.number) for sentence in split_sentences(ref.text, locale)[:400]
+                              if sentence.rstrip("\"'”’)）")[-1:] not in "?？")
         if not candidates:
             raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
         weights = _source_weights(ctx.question, locale, sources)
@@ -375,7 +419,10 @@ class OfflineEngine:
             for ref in sources:
                 if not own <= set(tokenize(f"{ref.title} {ref.text}")):
                     weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
-        base_prior = _figures_prior if _FACET_BY_KEY["figures"] in _step_facets(step) else _figures_bonus
+        # A "how much" part wants the sentence with the figure, as a figures step does.
+        wants_figure = part_kind(aspect.title if aspect else ctx.question) == "much"
+        base_prior = (_figures_prior if wants_figure or _FACET_BY_KEY["figures"] in _step_facets(step)
+                      else _figures_bonus)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
         ranked = rank_sentences(
@@ -405,8 +452,6 @@ class OfflineEngine:
         from research.agents.engines.offline import heavy as offline_heavy
 
         return offline_heavy.synthesize(self, ctx, step, plan, runs)
-
-    # -- coder
 
     # -- coder
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from research import scripts, textre
 from research.agents.depth import EMPHASES
+from research.agents.engines.offline.read import fact_note, part_kind
 from research.agents.rank import RankedSentence, near_duplicate
 from research.agents.synthesis import allowed_numbers, finding_check
 from research.agents.text import detect_locale, is_chinese, key_terms
@@ -41,7 +42,8 @@ class OfflineEngine(Protocol):
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,
                  variant: RunVariant | None = None) -> StepResult: ...
 
-    def _gather(self, ctx: AgentContext, step: PlanStep, query: str) -> tuple[list[SourceRef], list[str]]: ...
+    def _gather(self, ctx: AgentContext, step: PlanStep, query: str, *,
+                kb_skip: int = 0) -> tuple[list[SourceRef], list[str]]: ...
 
     def rank_step(self, ctx: AgentContext, step: PlanStep, plan: Plan, sources: list[SourceRef], *, shown: int,
                   lean: str = "", backing: Callable[[str], float] | None = None,
@@ -87,6 +89,11 @@ def variant_queries(step: PlanStep, variant: RunVariant, locale: str) -> list[st
     return list(dict.fromkeys(q for q in queries if q))
 
 
+def _kb_skip(variant: RunVariant) -> int:
+    """Knowledge-base chunks a run skips past the best one: none for the anchor, two more per run."""
+    return 2 * variant.index
+
+
 def _search_query(ctx: AgentContext, query: str, locale: str) -> str:
     """A variant's words plus the question's key terms it lacks (as a standard step's search has)."""
     missing = [t for t in key_terms(ctx.question, locale) if t.lower() not in query.lower()]
@@ -119,16 +126,19 @@ def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan:
     ranks the pages together and follows one lead."""
     if variant.index == 0:
         anchor = engine.research(ctx, step, plan, prior)
-        queries = [str(anchor.notes.get("query") or step.description or step.title)]
+        queries = [str(q) for q in anchor.notes.get("queries") or []] or [
+            str(anchor.notes.get("query") or step.description or step.title)]
         return StepResult(anchor.step_id, anchor.title, anchor.report_md, figures=anchor.figures, notes={
-            **anchor.notes, "run": 0, "anchor": True, "emphasis": "", "queries": queries, "searches": 1})
+            **anchor.notes, "run": 0, "anchor": True, "emphasis": "", "queries": queries,
+            "searches": len(queries)})
     locale = ctx.locale or plan.locale or detect_locale(ctx.question)
     queries = variant_queries(step, variant, locale)
     found: list[list[SourceRef]] = []
     errors: list[str] = []
     for query in queries:
         ctx.check_cancelled()
-        sources, errs = engine._gather(ctx, step, _search_query(ctx, query, locale))
+        # Over a knowledge base every query finds the same best chunks: each run reads past them.
+        sources, errs = engine._gather(ctx, step, _search_query(ctx, query, locale), kb_skip=_kb_skip(variant))
         found.append(sources)
         errors += errs
     sources = _interleave(found)
@@ -143,7 +153,7 @@ def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan:
     if lead and not fallback:
         ctx.check_cancelled()
         queries.append(lead)
-        more, errs = engine._gather(ctx, step, _search_query(ctx, lead, locale))
+        more, errs = engine._gather(ctx, step, _search_query(ctx, lead, locale), kb_skip=_kb_skip(variant))
         errors += errs
         read = {ref.number for ref in sources}
         if any(ref.number not in read for ref in more):
@@ -154,7 +164,9 @@ def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan:
                                "selected": min(len(ranked), engine.sentences_per_step)})
     zh = is_chinese(locale)
     report_md = "\n".join(_bullet(r.text, [r.source], zh) for r in ranked[: engine.sentences_per_step]) + "\n"
+    kind = part_kind(step.title) or part_kind(ctx.question)
     return StepResult(step.id, step.title, report_md, notes={
+        "facts": fact_note(f"{ctx.question} {step.title}", sources) if kind == "how" else [],
         "engine": engine.name, "run": variant.index, "emphasis": variant.emphasis, "queries": queries,
         "searches": len(queries), "sources": [ref.number for ref in sources], "fallback": fallback,
         "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked], "errors": errors,
@@ -212,7 +224,10 @@ def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: P
     if not checked.markdown.strip():
         raise ToolError(f"nothing the runs of step '{step.title}' found passed the claim check")
     kept = [c for c in claims if c["text"] in checked.markdown or c not in shown]
+    facts = list({f["text"]: f for r in runs if isinstance(r.notes, dict) for f in r.notes.get("facts") or []
+                  if isinstance(f, dict) and f.get("source") in allowed}.values())
     return StepResult(step.id, step.title, checked.markdown, notes={
+        "facts": facts[:3], "covered": any(isinstance(r.notes, dict) and r.notes.get("covered") for r in runs),
         "engine": engine.name, "synthesis": True, "runs": len(runs), "shown": shown_count,
         "agreed": sum(1 for c in shown if len(c["runs"]) > 1),
         "sources": sorted({n for c in kept for n in c["sources"]}),

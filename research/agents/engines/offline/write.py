@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect, question_aspects, question_facets
-from research.agents.engines.offline.select import _on_subject, _SubjectCheck
+from research.agents.engines.offline.read import about_subject, no_source_line, part_kind
+from research.agents.engines.offline.select import _SubjectCheck
 from research.agents.rank import near_duplicate, tokenize
 from research.agents.text import detect_locale, is_chinese
 from research.agents.types import AgentContext, Plan, StepResult
@@ -20,6 +21,7 @@ class _Section(NamedTuple):
     picked: list[dict[str, Any]]  # the ranked sentences this section shows
     report_md: str  # the step's own text, used when it has no ranked sentences
     extractive: bool  # the step ranked sentences (as opposed to a processing step)
+    notes: dict[str, Any] = {}  # the step's notes: `unanswered` (its part), `facts` (commands a source states)
 
     def only(self, keep: Callable[[dict[str, Any]], bool]) -> _Section:
         return self._replace(picked=[s for s in self.picked if keep(s)])
@@ -59,18 +61,37 @@ def _specific(sentence: str) -> float:
 
 _PART_ANSWERED = {False: "_The answer above has what the sources say on this._",
                   True: "_上文的答案已包含来源中关于这一点的内容。_"}
-_PART_EMPTY = {False: "_The sources found had nothing on this._", True: "_检索到的来源中没有关于这一点的内容。_"}
 
 
 def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str:
-    """One paragraph (soft line breaks): each part of the question in bold, then its quotes, one a
-    line, so every cited sentence is still a verbatim quote with its citation at the line's end."""
+    """One paragraph (soft line breaks): each part of the question in bold (when there are several),
+    then its quotes, one a line, so every cited sentence is still a verbatim quote with its citation at
+    the line's end; a command a source states is quoted as code with its citation; a part no source
+    answers says so."""
     lines: list[str] = []
     for label, sentence in answer:
         if label:
             lines.append(f"**{label}**" if zh else f"**{label.rstrip('?')}?**")
-        lines.append(_cite(sentence["text"], sentence["source"], zh))
+        if sentence.get("note"):
+            lines.append(sentence["text"])
+        elif sentence.get("code"):
+            # The line that introduces the command in its source, verbatim, then the command as code.
+            lead = f"{sentence['lead']} " if sentence.get("lead") else ""
+            lines.append(f"{lead}{_code_span(sentence['text'])} [{sentence['source']}]")
+        else:
+            lines.append(_cite(sentence["text"], sentence["source"], zh))
     return "\n".join(lines)
+
+
+def _code_span(text: str) -> str:
+    """`text` as one Markdown code span: a fence longer than any backtick run inside it (CommonMark)."""
+    run = longest = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _cite(sentence: str, number: int, zh: bool) -> str:
@@ -99,7 +120,8 @@ def write_report(
     part_titles = {a.title for a in question_aspects(ctx.question, ctx.locale or plan.locale)}
     assigned = _assign(ordered, sentences_per_step, first={i for i, r in enumerate(ordered) if r.title in part_titles})
     sections = [
-        _Section(r.title, picked, r.report_md, bool(_notes_sentences(r)))
+        _Section(r.title, picked, r.report_md, bool(_notes_sentences(r)),
+                 r.notes if isinstance(r.notes, dict) else {})
         for r, picked in zip(ordered, assigned, strict=True)
     ]
 
@@ -122,8 +144,12 @@ def write_report(
         emit(f"{note_lang}\n\n")
 
     aspects = question_aspects(ctx.question, ctx.locale or plan.locale)
-    on_subject = _on_subject(ctx.question, ctx.locale or plan.locale, ctx.sources())
-    answer = _answer(ctx.question, aspects, [s.only(on_subject) for s in sections], on_subject)
+    # The subject is what the pages the steps quote share: not every page read (a step that read past
+    # its first hits also read pages on other subjects, and they would blur it).
+    quoted = {s["source"] for r in ordered for s in _notes_sentences(r)}
+    pages = [ref for ref in ctx.sources() if ref.number in quoted] or ctx.sources()
+    on_subject = about_subject(ctx.question, ctx.locale or plan.locale, pages)
+    answer = _answer(ctx.question, aspects, [s.only(on_subject) for s in sections], on_subject, zh=zh)
     if answer:
         emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
     used = {id(s) for _, s in answer}
@@ -145,14 +171,15 @@ def write_report(
     for section in sections:
         title, report_md = section.title, section.report_md
         picked = [s for s in section.picked if id(s) not in used]
-        if picked:
+        unanswered = _unanswered(section)
+        if unanswered:  # said plainly, never filled with what the step found on a neighbouring point
+            bullets = no_source_line(unanswered, zh)
+        elif picked:
             bullets = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for s in picked)
         elif title in part_titles:
-            # Every part of the question keeps its section, if only to say where its answer is.
-            if section.picked:
-                bullets = _PART_ANSWERED[zh]
-            else:
-                bullets = _PART_EMPTY[zh]
+            # Every part of the question keeps its section, if only to say where its answer is: a step
+            # that found something is never reported as having nothing.
+            bullets = _PART_ANSWERED[zh] if section.picked or section.extractive else no_source_line(title, zh)
         elif section.extractive:
             continue  # everything it found is already shown above: no empty section
         else:  # a processing step, or a result without ranked sentences: its own text as is
@@ -164,45 +191,86 @@ def write_report(
         emit(f"## {step.title}\n\n{'本步骤未能完成，没有结果。' if zh else 'This step did not complete.'}\n\n")
     return "".join(pieces)
 
+def _unanswered(section: _Section) -> str:
+    value = section.notes.get("unanswered")
+    return value if isinstance(value, str) and value.strip() else ""
+
+
+def _fact(sections: list[_Section]) -> dict[str, Any] | None:
+    """The first command the sections' sources state (`facts` in a step's notes), as an answer line."""
+    for section in sections:
+        for fact in section.notes.get("facts") or []:
+            if isinstance(fact, dict) and isinstance(fact.get("text"), str) and isinstance(fact.get("source"), int):
+                lead = fact.get("lead") if isinstance(fact.get("lead"), str) else ""
+                return {"text": fact["text"], "source": fact["source"], "code": True, "lead": lead}
+    return None
+
+
 def _answer(
-    question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None
+    question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None,
+    *, zh: bool = False,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The opening answer: for a question in parts, the best sentences of each part's step, labelled
-    with the part; otherwise the best sentences of the steps on what the question asks."""
+    with the part (no label for a question of one part: it would only repeat the question); otherwise
+    the best sentences of the steps on what the question asks. A part that asks how to do something
+    gets the command a source states; one that asks how much prefers a sentence with a figure; a part
+    no source answers says so."""
     chosen: list[tuple[str, dict[str, Any]]] = []
 
     def named(sentence: dict[str, Any]) -> float:
         return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
 
-    def take(label: str, section: _Section, count: int) -> None:
+    def take(label: str, section: _Section, count: int, kind: str = "", asks: frozenset[str] = frozenset()) -> None:
         # Each quote of a part from another page first: one page rarely says everything.
         fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
         # An answer states something specific: a figure helps, a short vague sentence does not.
         # A sentence that names the subject itself reads on its own ("其中纯电动…" leans on its page).
-        fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]) * named(s))
+        figure = 1.5 if kind == "much" else 1.0
+        # For "how much": a sentence that names what the part asks ("成本" for the cost part) answers it
+        # before a figure that only shares the subject with it.
+        fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]) * named(s)
+                   * (figure if _numbers([s["text"]]) else 1.0) * (1.5 if asks & set(tokenize(s["text"])) else 1.0))
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
                 picks.append(sentence)
         picks += [s for s in fresh if s not in picks][: count - len(picks)]
         picks.sort(key=fresh.index)  # best first
+        fact = _fact([section]) if kind == "how" else None
+        if fact and not any(c.get("code") and c["text"] == fact["text"] for _, c in chosen):
+            picks.insert(0, fact)  # the command answers "how do I …" first
+        unanswered = _unanswered(section)
+        if unanswered and not fact:
+            # Said plainly, in place of its quotes: what the step found is not the answer to this part.
+            # (In italics: a note of the engine's, which the claim check does not take for an uncited claim.)
+            picks = [{"text": no_source_line(unanswered, zh), "source": 0, "note": True}]
         for sentence in picks:
             chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
 
     if aspects:
         per_part = 2 if len(aspects) <= 2 else 1
         by_title = {s.title: s for s in sections}
-        for aspect in aspects:
+        words = [frozenset(tokenize(" ".join(a.words))) for a in aspects]
+        common = frozenset.intersection(*words) if len(words) > 1 else frozenset()
+        for aspect, own in zip(aspects, words, strict=True):
             if aspect.title in by_title:
-                take(aspect.title, by_title[aspect.title], per_part)
+                take(aspect.title if len(aspects) > 1 else "", by_title[aspect.title], per_part,
+                     part_kind(aspect.title), own - common if part_kind(aspect.title) == "much" else frozenset())
         return chosen
     asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
     order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
+    kind = part_kind(question)
     for index in order:
-        if len(chosen) >= 2:
+        if sum(not c.get("code") for _, c in chosen) >= 2:
             break
-        take("", sections[index], 2 if sections[index].title in asked else 1)
-    return chosen[:2]
+        take("", sections[index], 2 if sections[index].title in asked else 1, kind)
+        if any(c.get("code") for _, c in chosen):
+            kind = ""  # one command is the answer's key fact
+    if kind == "how":  # no section led to it: the first command any step's sources state
+        fact = _fact(sections)
+        if fact:
+            chosen.insert(0, ("", fact))
+    return chosen[:3]
 
 def _key_findings(
     question: str, sections: list[_Section], style: str, used: set[int] | None = None
