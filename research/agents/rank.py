@@ -15,6 +15,7 @@ from research import scripts, textre
 from research.agents.text import detect_locale, is_chinese
 from research.ir import BM25, stem, tokenize
 from research.report.sentences import sentence_bounds
+from research.tools.clean import is_furniture
 
 __all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
 
@@ -26,12 +27,19 @@ _CLOSERS = "\"'”’)）」』】"
 _TRAILING_FOOTNOTES = textre.compile(r"(?:\[[^\[\]\s]{1,12}\])+$")
 _LIST_MARKER = textre.compile(r"^(?:[-*+•·]\s+|\d{1,3}[.)]\s+|>\s*)+")
 
-# Sentences that are page furniture rather than content.
+# Sentences that are page furniture rather than content: phrases, not words, so that prose about cookies,
+# JavaScript, copyright or registering ("注册资本", "登录火星") is still citable. Bylines, reading times,
+# sponsor blurbs and share lines are research.tools.clean's (is_furniture below).
 _BOILERPLATE = textre.compile(
-    r"cookie|privacy policy|terms of (?:use|service)|all rights reserved|copyright|©|subscribe|"
-    r"newsletter|sign (?:up|in)|log ?in\b|javascript|click here|read more|share this|advertisement|"
-    r"skip to (?:main )?content|版权所有|隐私政策|登录|注册|点击|订阅|免责声明|上一篇|下一篇|相关阅读|"
-    r"返回顶部|分享到|扫码|关注我们",
+    r"cookies?\s+(?:policy|settings|preferences|consent)|(?:we|this (?:site|website)) uses? cookies|"
+    r"accept (?:all )?cookies|privacy policy|terms of (?:use|service)|all rights reserved|©|"
+    r"copyright\s+(?:©|\(c\)|\d{4})|subscribe (?:to (?:our|the) |now|today|for free)|(?:our|free|weekly|daily|email) "
+    r"newsletter|sign (?:up|in) (?:for free|now|today|to (?:continue|read|comment|view))|"
+    r"log ?in to (?:continue|read|comment|view)|(?:enable|requires?|turn on) javascript|"
+    r"javascript (?:is )?(?:disabled|required|must be enabled)|click here|read more|share this|advertisement|"
+    r"skip to (?:main )?content|版权所有|隐私政策|请(?:先)?登录|登录后(?:查看|阅读|评论)|立即(?:登录|注册)|免费注册|"
+    r"登录/注册|注册/登录|点击(?:这里|此处|查看|进入|下载|阅读)|订阅(?:我们|本)|免责声明|上一篇|下一篇|相关阅读|返回顶部|"
+    r"分享到|扫码|关注我们",
     textre.I,
 )
 # Characters that mark markup, links or tables; a sentence with them is either not prose or would
@@ -92,6 +100,8 @@ def _letters_ratio(text: str) -> float:
 def is_content_sentence(sentence: str) -> bool:
     """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture."""
     if not _ends_sentence(sentence) or _MARKUP.search(sentence) or _BOILERPLATE.search(sentence):
+        return False
+    if is_furniture(sentence):  # a byline or blurb in text fetched or indexed before cleaning (research.tools.clean)
         return False
     cjk = scripts.count_han(sentence)
     if cjk >= 6:

@@ -3,6 +3,9 @@
 A file is accepted only when its extension names a supported type AND its bytes
 look like that type: the name alone is attacker-chosen, and sniffing alone would
 let e.g. an HTML page pass as "notes.txt" and be rendered differently later.
+The extracted text is cleaned of page furniture (research.tools.clean: bylines,
+dates, reading times, modelines, badges, sponsor blurbs, share lines) before it
+is stored and chunked.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from research import scripts, textre
+from research.tools.clean import clean_markdown, clean_text, cleaned_or_whole, extractor_config
 
 if TYPE_CHECKING:
     from pypdf import PdfReader as PdfReaderT
@@ -285,7 +289,9 @@ def html_to_text(html: str) -> tuple[str, str]:
         import trafilatura
 
         if sum(1 for _ in tree.iter()) <= MAIN_CONTENT_MAX_ELEMENTS:
-            text = trafilatura.extract(tree, include_comments=False, include_tables=True, favor_recall=True) or ""
+            text = trafilatura.extract(
+                tree, include_comments=False, include_tables=True, favor_recall=True, config=extractor_config()
+            ) or ""
     except Exception as exc:  # any extractor failure falls back to plain stripping
         logger.info("trafilatura failed, falling back to tag stripping: %s", exc)
     if not text.strip():
@@ -361,7 +367,11 @@ def extract_document(*, filename: str, data: bytes, content_type: str = "") -> E
 
     _check_deadline(deadline)
     _check_text_size(len(text))
-    text = normalize_text(text)
+    # Markdown is cleaned by its blocks; the rest as plain text (a README.rst saved as .txt is read as RST).
+    text = normalize_text(cleaned_or_whole(text, clean_markdown if kind == "markdown" else clean_text))
+    if kind == "markdown":
+        title = markdown_title(text)  # after cleaning: never "vim: syntax=markdown"
+    _check_deadline(deadline)
     if not textre.search(r"\w", text):
         if kind == "pdf":
             raise DocumentRejected(_("no text could be extracted from the file (a scanned PDF needs OCR first)"))

@@ -15,7 +15,9 @@ redirect, followed by hand) is checked the same way:
    answer can't swap in another address (DNS rebinding).
 
 Body size, total time and redirects are capped. HTML becomes Markdown with
-trafilatura, PDF becomes text with pypdf, plain text and Markdown are kept.
+trafilatura, PDF becomes text with pypdf, plain text and Markdown are kept; then
+page furniture (bylines, dates, reading times, modelines, badges, sponsor blurbs,
+share lines) is removed from `.text` and `.markdown` by research.tools.clean.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import httpx
 
 from research import textre
 from research.tls import tls_context
+from research.tools.clean import clean_markdown, clean_text, cleaned_or_whole, extractor_config
 from research.tools.config import setting
 
 USER_AGENT = "Mozilla/5.0 (compatible; DeepResearchBot/0.1; +https://github.com/deep-research)"
@@ -286,6 +289,7 @@ def _to_page(url: str, content_type_header: str, body: bytes, status: int) -> Pa
         markdown = f"# {title}\n\n{text}" if title else text
     elif mime in TEXT_TYPES:
         text = _decode(body, charset)
+        text = cleaned_or_whole(text, clean_markdown if mime != "text/plain" else clean_text)
         markdown = text
         title = _first_line_title(text) or _name_from_url(url)
     else:
@@ -327,8 +331,11 @@ def _from_html(body: bytes, url: str, charset: str | None) -> tuple[str, str, st
     try:
         meta = trafilatura.extract_metadata(html, default_url=url)
         title = (meta.title or "").strip() if meta else ""
-        markdown = trafilatura.extract(html, url=url, output_format="markdown", include_tables=True) or ""
-        text = trafilatura.extract(html, url=url, output_format="txt", include_tables=True) or ""
+        config = extractor_config()
+        markdown = (
+            trafilatura.extract(html, url=url, output_format="markdown", include_tables=True, config=config) or ""
+        )
+        text = trafilatura.extract(html, url=url, output_format="txt", include_tables=True, config=config) or ""
     except Exception:  # a parser failure falls back to the simple extraction below
         markdown = text = ""
     if not title or not text.strip():
@@ -338,6 +345,7 @@ def _from_html(body: bytes, url: str, charset: str | None) -> tuple[str, str, st
             text = simple_text
             markdown = simple_text
     title = title or _name_from_url(url)
+    text, markdown = cleaned_or_whole(text, clean_text), cleaned_or_whole(markdown, clean_markdown)
     if markdown and not markdown.lstrip().startswith("# "):
         markdown = f"# {title}\n\n{markdown}"
     return title, text.strip(), markdown.strip()
@@ -387,6 +395,7 @@ def _from_pdf(body: bytes, url: str) -> tuple[str, str]:
     text = "\n\n".join(p for p in pages if p)
     if not text:
         raise FetchError(f"PDF at {url} has no extractable text")
+    text = cleaned_or_whole(text, clean_text)  # before the title is taken from its first line
     title = str(meta_title).strip() or _first_line_title(text) or _name_from_url(url)
     return title, text
 
