@@ -147,16 +147,20 @@ def _en_subject(tokens: list[str]) -> str:
         ):
             phrase = phrase[:-1]  # "What does green hydrogen cost" → the verb is not the subject
     else:  # "What limits X …", "Which companies lead the X market": the longest run after the verb
-        runs: list[list[str]] = []
+        runs: list[tuple[list[str], int]] = []
         i = 1
         while i < len(tokens):
             run, end = _noun_phrase(tokens, i)
             if run:
-                runs.append(run[1:] if i == 1 and tokens[1] == run[0] and len(run) > 1 else run)
+                runs.append((run[1:] if i == 1 and tokens[1] == run[0] and len(run) > 1 else run, end))
             i = max(end, i + 1)
-        phrase = max(reversed(runs), key=len) if runs else []
-        end = -1
-    if phrase and phrase[-1].lower() in _ASKED_HEADS:
+        # The longest run, a later one on a tie; words before numbers ("inflation" before "2021").
+        phrase, end = max(reversed(runs), key=lambda r: (any(w.isalpha() for w in r[0]), len(r[0]))) \
+            if runs else ([], -1)
+        if len(phrase) > 1 and end < len(tokens) and tokens[end].lower() in ("and", "or"):
+            phrase = phrase[:-1]  # "X production and safety": the subject is X
+    listed = 0 <= end < len(tokens) and tokens[end].lower() in (",", "and", "or")
+    if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed):
         # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
         at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on")
                    and k > tokens.index(phrase[-1])), -1)
@@ -175,7 +179,7 @@ def _carry(tokens: list[str], subject: str, subject_terms: set[str]) -> list[str
     for tok in tokens:
         low = tok.lower()
         out.append(subject if low in _PRONOUNS else possessive if low in _POSSESSIVES else tok)
-    if not subject_terms & {w.lower() for t in out for w in t.split()}:
+    if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:
         out += ["for", *subject.split()]  # "and who leads?" → "who leads for X"
     return out
 
