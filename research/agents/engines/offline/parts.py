@@ -18,6 +18,7 @@ nothing. No part is ever cut between its subject and its verb. Plain functions, 
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from research import textre
@@ -276,7 +277,7 @@ def _en_parts(text: str) -> tuple[list[tuple[str, str]], str]:
 
 _ZH_CLAUSE = textre.compile(r"[，,；;？?！!。]")
 _ZH_AND = textre.compile(r"以及|和|及|与|跟|、")
-_ZH_DIGIT = textre.compile(r"[0-9０-９一二三四五六七八九十百千万亿]+(?:年|月|日|号|%|％)")
+_ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万亿])+(?:年|月|日|号|%|％)")
 # Markers that make a clause ask something, and, the same, where a clause's shared ask begins.
 _ZH_ASK = ("如何", "怎样", "怎么样", "怎么", "多少", "多大", "多快", "多高", "多长", "有多", "哪些", "哪个", "哪",
            "什么", "为何", "为什么", "是否", "能否", "有何", "情况", "吗", "呢", "几")
@@ -367,6 +368,8 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     if not clauses:
         return [], ""
     subject, attr = _zh_subject(clauses[0])
+    if len(subject) < 2 or _zh_asks(subject):
+        subject, attr = "", ""  # no subject to carry: later clauses stay as they are
     whole = [clauses[0]] + [_zh_carry(c, subject, attr) for c in clauses[1:]]
     parts: list[tuple[str, str]] = []
     for clause in whole:
@@ -395,7 +398,9 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
     if not text:
         return []
     zh = is_chinese(locale) or detect_locale(text) == "zh-CN"
-    parts, subject = _zh_parts(text) if zh else _en_parts(text)
+    # English rules read ASCII punctuation: NFKC makes "？" "?" and "，" ",".
+    parts, subject = _zh_parts(text) if zh else _en_parts(unicodedata.normalize("NFKC", text))
+    parts = [(p, own) for p, own in parts if any(c.isalnum() for c in p)]
     if len(parts) < 2:
         return []
     lang = "zh-CN" if zh else "en-US"
