@@ -69,6 +69,18 @@ def test_a_list_of_asked_attributes_is_one_part_each():
         "How much does a rooftop solar system cost to install", "How much does a rooftop solar system cost to maintain"]
 
 
+def test_noun_phrases_and_verb_phrases_are_kept_whole():
+    # "the side effects and costs": the whole noun phrase after "the" is one attribute.
+    assert _titles("What are the side effects and costs of beta blockers?") == [
+        "What are the side effects of beta blockers", "What are the costs of beta blockers"]
+    # Two verbs with their objects are one task, not "… Redis support the broker".
+    assert question_aspects("How do I install Celery with Redis support and configure the broker?", "en-US") == []
+    assert question_aspects("How do I install Celery and configure Redis?", "en-US") == []
+    # "they" is the subject, not the subject and its verb.
+    assert _titles("Why are rice prices rising, and when will they fall?") == [
+        "Why are rice prices rising", "When will rice prices fall"]
+
+
 def test_each_part_searches_its_own_words_and_the_subject():
     aspects = question_aspects("What are the costs, risks and benefits of small modular reactors?", "en-US")
     assert [a.words for a in aspects] == [("costs",), ("risks",), ("benefits",)]
@@ -102,10 +114,22 @@ def test_chinese_two_clauses_carry_the_subject_and_keep_no_inner_question_mark()
         assert "？" not in title and "?" not in title
 
 
+def test_chinese_later_clauses_that_open_with_a_verb_continue_the_first_phrase():
+    assert _titles("中国的工业机器人产业现状如何，面临哪些挑战？", "zh-CN") == [
+        "中国的工业机器人产业现状如何", "中国的工业机器人产业面临哪些挑战"]
+    assert _titles("铜价为什么上涨，未来会如何变化？", "zh-CN") == ["铜价为什么上涨", "铜价未来会如何变化"]
+    assert _titles("黄河流域的水土流失主要原因有哪些？如何治理？", "zh-CN") == [
+        "黄河流域的水土流失主要原因有哪些", "黄河流域如何治理水土流失主要原因"]
+
+
 def test_chinese_lists_are_one_part_per_attribute():
     assert _titles("液流电池的成本和寿命如何？", "zh-CN") == ["液流电池的成本如何", "液流电池的寿命如何"]
     assert _titles("液流电池的成本、寿命和安全性", "zh-CN") == [
         "液流电池的成本如何", "液流电池的寿命如何", "液流电池的安全性如何"]
+    assert _titles("电动摩托车的续航和充电时间分别是多少？", "zh-CN") == [
+        "电动摩托车的续航是多少", "电动摩托车的充电时间是多少"]  # "分别" (each) belongs to the list only
+    assert _titles("家用储能的价格、补贴和安装要求有哪些变化？", "zh-CN") == [
+        "家用储能的价格有哪些变化", "家用储能的补贴有哪些变化", "家用储能的安装要求有哪些变化"]
     # Attributes compared with another subject: one part per attribute, each with both sides.
     aspects = question_aspects("液流电池的成本和寿命与锂电池相比如何？", "zh-CN")
     assert [a.title for a in aspects] == ["液流电池的成本与锂电池相比如何", "液流电池的寿命与锂电池相比如何"]
@@ -210,3 +234,14 @@ def test_chinese_second_clause_carries_the_subject(subject, attribute):
     assume(subject not in attribute and attribute not in subject)
     titles = _check_parts(f"{subject}的{attribute}有多大，如何降低？", "zh-CN", subject)
     assert titles == [f"{subject}的{attribute}有多大", f"{subject}如何降低{attribute}"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80), st.sampled_from(["en-US", "zh-CN"]))
+def test_any_text_gives_clean_parts_or_none(text, locale):
+    aspects = question_aspects(text, locale)
+    assert len(aspects) <= 4 and len(aspects) != 1  # a question with one part has no parts
+    for aspect in aspects:
+        assert "?" not in aspect.title and "？" not in aspect.title and aspect.title.strip()
+    assert len({a.query for a in aspects}) == len(aspects)
+    assert len({a.title.lower() for a in aspects}) == len(aspects)

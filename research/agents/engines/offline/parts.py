@@ -57,6 +57,7 @@ _ASKED_HEADS = frozenset(
     "main key biggest major latest current".split()
 )
 _PRONOUNS = frozenset(("it", "they", "them"))
+_DETERMINERS = frozenset("the a an its their this these those my your our his her".split())
 _POSSESSIVES = frozenset(("its", "their"))
 _TOKEN = textre.compile(r"\d[\d,.]*\d|[^\s,;?!]+|[,;?!]")
 _PUNCT = frozenset(",;?!")
@@ -143,10 +144,9 @@ def _en_subject(tokens: list[str]) -> str:
     aux = _aux_at(tokens)
     if aux >= 0:
         phrase, end = _noun_phrase(tokens, aux + 1)
-        if tokens[aux].lower() in _DO_AUX and len(phrase) >= 2 and end == len(tokens) or (
-            tokens[aux].lower() in _DO_AUX and len(phrase) >= 2 and tokens[end].lower() in _PREP | {"to"}
-        ):
-            phrase = phrase[:-1]  # "What does green hydrogen cost" → the verb is not the subject
+        verb_last = tokens[aux].lower() in _DO_AUX or bool(phrase) and phrase[-1].lower().endswith(("ing", "ed"))
+        if len(phrase) >= 2 and verb_last:
+            phrase = phrase[:-1]  # "What does green hydrogen cost", "Why are egg prices rising": not the verb
     else:  # "What limits X …", "Which companies lead the X market": the longest run after the verb
         runs: list[tuple[list[str], int]] = []
         i = 1
@@ -210,6 +210,8 @@ def _en_list(tokens: list[str]) -> list[list[str]] | None:
         right = tokens[k + 1 : r_end]
         if not 1 <= len(right) <= 3:
             continue
+        if r_end < len(tokens) and lows[r_end] in _DETERMINERS:
+            return None  # "install X and configure the broker": two verbs with their objects, one task
         aux = _aux_at(tokens)
         # The left items: comma-separated runs back from the "and" ("costs , risks and").
         items: list[tuple[int, int]] = []
@@ -226,17 +228,21 @@ def _en_list(tokens: list[str]) -> list[list[str]] | None:
         inverted_end = aux >= 0 and r_end == len(tokens) and aux < first_start
         if inverted_end and tokens[first_start - 1].lower() != "to" and run_len <= len(right) + 1:
             return None  # "Do automatic retries and backoff help?": the last word is the verb
+        after_det = first_start > 0 and lows[first_start - 1] in ("the", "a", "an")
         if len(items) == 1:
-            if run_len < len(right) or (run_len == len(right) and first_start > 0
-                                        and tokens[first_start - 1].lower() not in ("the", "a", "an", "to")):
+            if run_len < len(right) or (run_len == len(right) and first_start > 0 and not after_det
+                                        and lows[first_start - 1] != "to"):
                 return None  # nothing left for the verb: the coordination is the clause's subject
-            items = [(first_end - len(right), first_end)]
+            if not (after_det and run_len <= 3):  # "the side effects and costs": the whole noun phrase
+                items = [(first_end - len(right), first_end)]
         else:  # the first item of a list is as long as the next one ("X production, cost and safety")
             nxt = items[-2][1] - items[-2][0]
             items[-1] = (max(first_start, first_end - nxt), first_end)
         items.reverse()
         head_end = items[0][0]
-        if head_end > 0 and lows[head_end - 1] in _PREP:
+        if head_end == 0:
+            return None  # "costs, risks and benefits of X": no words that ask, so no question to share
+        if lows[head_end - 1] in _PREP:
             return None  # "in 2021 and 2022", "for lithium and cobalt": one scope
         words = [*[tokens[s:e] for s, e in items], right]
         if any(any(c.isdigit() for c in w) or w[:1].isupper() for item in words for w in item):
@@ -279,14 +285,19 @@ _ZH_CLAUSE = textre.compile(r"[，,；;？?！!。]")
 _ZH_AND = textre.compile(r"以及|和|及|与|跟|、")
 _ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万亿])+(?:年|月|日|号|%|％)")
 # Markers that make a clause ask something, and, the same, where a clause's shared ask begins.
-_ZH_ASK = ("如何", "怎样", "怎么样", "怎么", "多少", "多大", "多快", "多高", "多长", "有多", "哪些", "哪个", "哪",
-           "什么", "为何", "为什么", "是否", "能否", "有何", "情况", "吗", "呢", "几")
+_ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多", "有何", "如何", "怎样", "怎么样", "怎么", "多少",
+           "多大", "多快", "多高", "多长", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否", "情况", "吗",
+           "呢", "几")
 _ZH_COMPARE = ("相比", "比较", "对比", "相较", "区别", "差异", "不同", "哪个更", "孰")
 _ZH_LEAD = ("如何", "怎样", "怎么", "为何", "为什么", "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何",
             "有哪些")
 _ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
                    "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "有多")
 _ZH_PRONOUNS = ("它们", "它", "其", "该")
+# A later clause that opens with a verb or a time word continues the first clause's phrase.
+_ZH_VERB_OR_TIME = ("面临", "存在", "需要", "受到", "有", "是", "在", "会", "能", "将", "对", "要", "应", "可以",
+                    "可能", "还", "未来", "今后", "将来", "目前", "现在", "近年")
+_ZH_STATE = ("的发展现状", "发展现状", "现状", "情况", "状况", "的")
 
 
 def _zh_asks(clause: str) -> bool:
@@ -327,14 +338,24 @@ def _zh_list(clause: str) -> list[str] | None:
         return None
     if any(_ZH_DIGIT.search(i) or any(c.isdigit() for c in i) for i in items):
         return None  # "2021年和2022年": coordinated dates stay together
-    head, tail = clause[: cut + 1], clause[ask:] or "如何"
+    head, tail = clause[: cut + 1], clause[ask:].removeprefix("分别") or "如何"  # "分别" (each) asks of a list
     return [f"{head}{item}{tail}" for item in items]
 
 
-def _zh_carry(clause: str, subject: str, attr: str) -> str:
+def _zh_phrase(clause: str) -> str:
+    """What the first clause asks about, as a phrase: "中国的AI芯片产业现状如何" → 中国的AI芯片产业."""
+    phrase = clause[: _zh_ask_start(clause, 0)]
+    for state in _ZH_STATE:
+        phrase = phrase.removesuffix(state)
+    return phrase
+
+
+def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
     """A later clause with the subject named: "如何降低" → "数据中心如何降低耗电量"."""
     if not subject or subject in clause:
         return clause
+    if clause.startswith(_ZH_VERB_OR_TIME) and phrase:
+        return f"{phrase}{clause}"  # "面临哪些挑战" → "中国的AI芯片产业面临哪些挑战"
     for pronoun in _ZH_PRONOUNS:
         if clause.startswith(pronoun):
             rest = clause[len(pronoun) :]
@@ -370,7 +391,8 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     subject, attr = _zh_subject(clauses[0])
     if len(subject) < 2 or _zh_asks(subject):
         subject, attr = "", ""  # no subject to carry: later clauses stay as they are
-    whole = [clauses[0]] + [_zh_carry(c, subject, attr) for c in clauses[1:]]
+    phrase = _zh_phrase(clauses[0]) if subject else ""
+    whole = [clauses[0]] + [_zh_carry(c, subject, attr, phrase) for c in clauses[1:]]
     parts: list[tuple[str, str]] = []
     for clause in whole:
         split = _zh_list(clause)
@@ -400,7 +422,11 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
     zh = is_chinese(locale) or detect_locale(text) == "zh-CN"
     # English rules read ASCII punctuation: NFKC makes "？" "?" and "，" ",".
     parts, subject = _zh_parts(text) if zh else _en_parts(unicodedata.normalize("NFKC", text))
-    parts = [(p, own) for p, own in parts if any(c.isalnum() for c in p)]
+    unique: dict[str, tuple[str, str]] = {}
+    for part, own in parts:
+        if any(c.isalnum() for c in part):
+            unique.setdefault(part.lower(), (part, own))  # a part said twice is one part
+    parts = list(unique.values())
     if len(parts) < 2:
         return []
     lang = "zh-CN" if zh else "en-US"
@@ -418,7 +444,7 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
         terms = [t for t in [*own.split(), *subject_terms, *title_terms] if t.lower() not in siblings]
         query = " ".join(dict.fromkeys(terms))
         if query.lower() in queries:  # siblings never search the same words
-            query = f"{query} {title.split()[0] if not zh else title}"
+            query = f"{query} {title}"
         queries.add(query.lower())
         out.append(Aspect(title[:200], query[:400], words))
     return out
