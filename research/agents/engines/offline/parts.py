@@ -171,15 +171,17 @@ def _en_subject(tokens: list[str]) -> str:
     return " ".join(t for t in phrase if t not in _PUNCT)
 
 
-def _carry(tokens: list[str], subject: str, subject_terms: set[str]) -> list[str]:
-    """A later clause with the subject named: "what would make it cheaper" → "… make X cheaper"."""
+def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str) -> list[str]:
+    """A later clause with the subject named: "what would make it cheaper" → "… make X cheaper".
+    "it"/"its" stand for the most recent subject, and a clause that names none of the question's
+    subject gets it added."""
     if not subject:
         return tokens
-    possessive = subject + ("'" if subject.endswith("s") else "'s")
+    possessive = recent + ("'" if recent.endswith("s") else "'s")
     out: list[str] = []
     for tok in tokens:
         low = tok.lower()
-        out.append(subject if low in _PRONOUNS else possessive if low in _POSSESSIVES else tok)
+        out.append(recent if low in _PRONOUNS else possessive if low in _POSSESSIVES else tok)
     if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:
         out += ["for", *subject.split()]  # "and who leads?" → "who leads for X"
     return out
@@ -259,7 +261,13 @@ def _en_parts(text: str) -> tuple[list[tuple[str, str]], str]:
         return [], ""
     subject = _en_subject(clauses[0])
     subject_terms = {t.lower() for t in key_terms(subject, "en-US", fallback=False)}
-    whole: list[list[str]] = [clauses[0]] + [_carry(c, subject, subject_terms) for c in clauses[1:]]
+    whole: list[list[str]] = [clauses[0]]
+    recent = subject
+    for clause in clauses[1:]:
+        whole.append(_carry(clause, subject, subject_terms, recent))
+        own = _en_subject(clause)
+        if own and not {w.lower() for w in own.split()} & (_PRONOUNS | _POSSESSIVES):
+            recent = own  # "How do heat pumps work, and what do they cost?": "they" are the heat pumps
     parts: list[tuple[str, str]] = []
     for clause in whole:
         queue = [clause]
