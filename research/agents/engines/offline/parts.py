@@ -121,6 +121,8 @@ def _join(tokens: list[str]) -> str:
 
 def _aux_at(tokens: list[str]) -> int:
     """Where the auxiliary of an inverted question is ("How much does …" → 2), or -1."""
+    if len(tokens) > 1 and tokens[0].lower() in ("which", "what", "whose") and not _is_stop(tokens[1]):
+        return -1  # "Which companies are …", "What limits …": the question word's phrase is the subject
     for i, tok in enumerate(tokens[:4]):
         if tok.lower() in _AUX:
             return i
