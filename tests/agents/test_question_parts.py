@@ -130,6 +130,9 @@ def test_chinese_lists_are_one_part_per_attribute():
         "电动摩托车的续航是多少", "电动摩托车的充电时间是多少"]  # "分别" (each) belongs to the list only
     assert _titles("家用储能的价格、补贴和安装要求有哪些变化？", "zh-CN") == [
         "家用储能的价格有哪些变化", "家用储能的补贴有哪些变化", "家用储能的安装要求有哪些变化"]
+    # 及/与 inside a word (普及, 参与) is no list.
+    assert question_aspects("热泵的普及率如何？", "zh-CN") == []
+    assert _titles("热泵在欧洲的普及率和补贴如何？", "zh-CN") == ["热泵在欧洲的普及率如何", "热泵在欧洲的补贴如何"]
     # Attributes compared with another subject: one part per attribute, each with both sides.
     aspects = question_aspects("液流电池的成本和寿命与锂电池相比如何？", "zh-CN")
     assert [a.title for a in aspects] == ["液流电池的成本与锂电池相比如何", "液流电池的寿命与锂电池相比如何"]

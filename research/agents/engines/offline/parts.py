@@ -304,6 +304,7 @@ _ZH_LEAD = ("如何", "怎样", "怎么", "为何", "为什么", "是否", "能�
 _ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
                    "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "有多")
 _ZH_PRONOUNS = ("它们", "它", "其", "该")
+_ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 涉及, 波及 … 参与, 给与: one word
 # A later clause that opens with a verb or a time word continues the first clause's phrase.
 _ZH_VERB_OR_TIME = ("面临", "存在", "需要", "受到", "有", "是", "在", "会", "能", "将", "对", "要", "应", "可以",
                     "可能", "还", "未来", "今后", "将来", "目前", "现在", "近年")
@@ -335,6 +336,18 @@ def _zh_subject(clause: str) -> tuple[str, str]:
     return clause[:end], ""
 
 
+def _zh_items(region: str) -> list[str]:
+    """The region cut at 和/及/与/、/以及, except where 及/与 end a word (普及, 涉及, 参与)."""
+    items: list[str] = []
+    start = 0
+    for match in _ZH_AND.finditer(region):
+        if match.group() in ("及", "与") and region[match.start() - 1 : match.start()] in _ZH_WORD_BEFORE_AND:
+            continue
+        items.append(region[start : match.start()])
+        start = match.end()
+    return [*items, region[start:]]
+
+
 def _zh_list(clause: str) -> list[str] | None:
     """One part per asked attribute ("X的A和B如何" → "X的A如何", "X的B如何"), or None to keep it whole."""
     ask = _zh_ask_start(clause, 0)
@@ -343,9 +356,9 @@ def _zh_list(clause: str) -> list[str] | None:
         return None  # a coordination in the subject ("中国和美国…", "X和Y相比"): one part
     # The region after 的 up to the ask; a comparison's other side belongs to the ask.
     ask = _zh_ask_start(clause, cut + 1)
-    items = [i for i in _ZH_AND.split(clause[cut + 1 : ask])]
-    if len(items) < 2 or not all(items):
-        return None
+    items = _zh_items(clause[cut + 1 : ask])
+    if len(items) < 2 or any(len(i) < 2 for i in items):
+        return None  # a one-character piece is a word cut at 及/与 (普及, 参与), not an attribute
     if any(_ZH_DIGIT.search(i) or any(c.isdigit() for c in i) for i in items):
         return None  # "2021年和2022年": coordinated dates stay together
     head, tail = clause[: cut + 1], clause[ask:].removeprefix("分别") or "如何"  # "分别" (each) asks of a list
