@@ -56,6 +56,14 @@ def test_two_clauses_are_two_parts_with_the_subject_carried():
         "In 2024, how many heat pumps were sold in Poland", "Which brands led for heat pumps"]
 
 
+def test_a_comparison_is_one_part_whose_search_covers_both_sides():
+    aspects = question_aspects("What do flow batteries cost, and how do they compare with lithium-ion batteries?",
+                               "en-US")
+    assert [a.title for a in aspects] == [
+        "What do flow batteries cost", "How do flow batteries compare with lithium-ion batteries"]
+    assert {"flow", "lithium-ion", "batteries"} <= set(aspects[1].query.split())
+
+
 def test_a_list_of_asked_attributes_is_one_part_each():
     expected = ["What are the costs of small modular reactors", "What are the risks of small modular reactors",
                 "What are the benefits of small modular reactors"]
