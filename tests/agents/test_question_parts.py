@@ -51,6 +51,9 @@ def test_two_clauses_are_two_parts_with_the_subject_carried():
         "How big is the vertical farming market", "How fast is vertical farming market growing"]
     assert _titles("What is perovskite? How stable are its cells outdoors?") == [
         "What is perovskite", "How stable are perovskite's cells outdoors"]
+    # The subject comes from the main clause, never from inside its "when …" clause.
+    assert _titles("What happens to rents when supply and demand shift, and how do cities respond?") == [
+        "What happens to rents when supply and demand shift", "How do cities respond for rents"]
     # An opening phrase that asks nothing stays with its clause.
     assert _titles("In 2024, how many heat pumps were sold in Poland, and which brands led?") == [
         "In 2024, how many heat pumps were sold in Poland", "Which brands led for heat pumps"]

@@ -151,9 +151,11 @@ def _en_subject(tokens: list[str]) -> str:
             phrase = phrase[:-1]  # "What does green hydrogen cost", "Why are egg prices rising": not the verb
     else:  # "What limits X …", "Which companies lead the X market": the longest run after the verb
         runs: list[tuple[list[str], int]] = []
+        # The subject is in the main clause: not after "when"/"if" ("… prices when supply and demand shift").
+        main = next((k for k, t in enumerate(tokens) if k and t.lower() in SUBORDINATORS), len(tokens))
         i = 1
-        while i < len(tokens):
-            run, end = _noun_phrase(tokens, i)
+        while i < main:
+            run, end = _noun_phrase(tokens[:main], i)
             if run:
                 runs.append((run[1:] if i == 1 and tokens[1] == run[0] and len(run) > 1 else run, end))
             i = max(end, i + 1)
