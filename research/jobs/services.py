@@ -294,7 +294,7 @@ def report_edit_checked(*, job: ResearchJob, markdown: str,
     seen = None if registry_numbers else report_seen_references(job=job)
     try:
         checked = report_check(markdown, sources, locale=job.locale, remove_sure=False, seen=seen,
-                               max_chars=REPORT_MAX_CHARS)
+                               max_chars=REPORT_MAX_CHARS, question=job.question)
     except ReportTooLarge as exc:
         raise ValidationError(
             _("Checked, the report would be %(size)s characters, over the %(limit)s a report may have "

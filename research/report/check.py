@@ -17,7 +17,11 @@ report edits before they are saved. It
   is removed from generated reports, or marked when the check cannot decide (user edits are only
   marked, never cut);
 - renumbers citations 1..n in order of first use and rebuilds the references list, so the
-  numbering has no gaps.
+  numbering has no gaps;
+- given the job's `question`, judges each cited sentence's relevance: a sentence that is about
+  another subject than the question's, in its cited page's context (research.agents.subject.claim_about:
+  the surgery's side effects cited for a question on GLP-1 drugs), is counted (`off_subject`) and named
+  in the check's note and the report's check line, whatever its support score.
 
 The score is lexical (research.ir's tokenizer: stemmed English words, CJK bigrams). A sentence in
 another script than its source (a Chinese report over English pages) cannot be scored that way;
@@ -31,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from research import scripts, textre
+from research.agents import subject as subjects
 from research.agents.text import is_chinese
 from research.agents.types import SourceRef
 from research.ir import tokenize
@@ -46,6 +51,8 @@ from research.report.claims import (
     SURE_UNCITED,
     Claim,
     Judge,
+    RelevanceCheck,
+    RelevanceJudge,
     _cjk,
     _numbers,
     _sure_unsupported,
@@ -53,6 +60,7 @@ from research.report.claims import (
     check_claim,
     is_factual,
     model_judge,
+    model_relevance_judge,
     norm_url,
     plain_text,
     support_score,
@@ -69,6 +77,7 @@ __all__ = [
     "ReportTooLarge",
     "best_source",
     "model_judge",
+    "model_relevance_judge",
     "restore_code",
     "Judge",
     "check_claim",
@@ -112,6 +121,7 @@ class CheckResult:
     citations_added: int = 0  # ... found in a source, which is now cited
     uncited_flagged: int = 0  # ... marked as unverified
     uncited_removed: int = 0  # ... removed: no source says so
+    off_subject: int = 0  # cited sentences about another subject than the question's
 
     @property
     def checked(self) -> int:
@@ -139,6 +149,7 @@ class CheckResult:
             "citations_added": self.citations_added,
             "uncited_flagged": self.uncited_flagged,
             "uncited_removed": self.uncited_removed,
+            "off_subject": self.off_subject,
         }
 
 
@@ -251,6 +262,8 @@ def report_check(
     evidence: Sequence[str] = (),
     seen: Sequence[Entry] | None = None,
     max_chars: int | None = None,
+    question: str = "",
+    relevance_judge: RelevanceJudge | None = None,
 ) -> CheckResult:
     """Check and clean a report against the job's source registry (see the module doc).
 
@@ -258,6 +271,8 @@ def report_check(
     text the job computed itself (processing steps' output): an uncited sentence found there
     stands without a citation. `seen` is the references list the editor saw (citation_targets).
     `max_chars`: the checked report must fit the same budget as its input (ReportTooLarge).
+    `question`: the job's question, whose subject each cited sentence must be about (`off_subject`);
+    `relevance_judge` (the model) is asked about the sentences the subject model finds off the subject.
     """
     markdown = normalized(markdown)
     mapping = citation_targets(markdown, sources, seen=seen)
@@ -267,6 +282,10 @@ def report_check(
     marker = _MARKER_ZH if zh else _MARKER_EN
     result = CheckResult(markdown="")
     order: list[int] = []  # registry numbers in order of first use
+    subject: RelevanceCheck | None = None
+    if question.strip():  # the near-miss pages among the job's sources name the competing subjects
+        model = subjects.with_competitors(subjects.subject_of(question, locale), [(s.title, s.text) for s in sources])
+        subject = RelevanceCheck(model, relevance_judge)
 
     body, earlier = _without_note(report_body(markdown))
     unlinked = unlink(body.rstrip(), policy, lost=_LOST, gone=_GONE)
@@ -274,8 +293,8 @@ def report_check(
     result.removed_links += unlinked.removed + bare_removed
     for index, (part, is_code) in enumerate(parts):
         if not is_code:
-            parts[index] = (_check_part(part, mapping, sources, evidence, judge, remove_sure, result, order, marker),
-                            False)
+            parts[index] = (_check_part(part, mapping, sources, evidence, judge, remove_sure, result, order, marker,
+                                        subject), False)
 
     # A citation on a line the check dropped cites nothing: only those left in the text are listed.
     present = {n for part, is_code in parts if not is_code for m in find_citation_markers(part) for n in m.numbers}
@@ -314,6 +333,7 @@ def _check_part(
     result: CheckResult,
     order: list[int],
     marker: str,
+    subject: RelevanceCheck | None = None,
 ) -> str:
     """One stretch of the report between code blocks, line by line; a line the check leaves alone is kept as is."""
     part = textre.sub(r"\(\s*\x01?\s*\)|（\s*\x01?\s*）", "", part)  # "( )" leftovers of a removed address
@@ -331,7 +351,8 @@ def _check_part(
             raw = line[start:end]
             lost = _GONE in raw or _LOST in raw
             sentence = _unmark(raw)
-            pieces.append(_check_sentence(sentence, mapping, result, order, marker, judge, remove_sure, uncited, lost))
+            pieces.append(_check_sentence(sentence, mapping, result, order, marker, judge, remove_sure, uncited, lost,
+                                          subject))
         joined = "".join(pieces)
         new = line if joined == line else _tidy(joined)
         if new != line:
@@ -377,6 +398,7 @@ def _check_sentence(
     remove_sure: bool,
     uncited: _UncitedCheck,
     lost: bool = False,
+    subject: RelevanceCheck | None = None,
 ) -> str:
     registry: list[int] = []
 
@@ -400,7 +422,11 @@ def _check_sentence(
     registry = list(dict.fromkeys(registry))
     plain = plain_text(cleaned)
     by_number = {s.number: s for s in mapping.values()}
-    claim = check_claim(plain, [by_number[n] for n in registry], judge)
+    cited = [by_number[n] for n in registry]
+    claim = check_claim(plain, cited, judge)
+    if subject is not None:
+        claim = subject.verdict(claim, cited)
+        result.off_subject += claim.about is False
     result.claims.append(claim)
     already_marked = any(m in sentence for m in _MARKERS)
     if claim.supported is False:
@@ -534,6 +560,8 @@ def _note(result: CheckResult, zh: bool) -> str:
             parts.append(f"{result.uncited_flagged} 处未注明出处的说法未能在来源中找到，已标注“未经核实”")
         if result.uncited_removed:
             parts.append(f"删除了 {result.uncited_removed} 处任何来源都不支持的未注明出处的说法")
+        if result.off_subject:
+            parts.append(f"{result.off_subject} 处引用的句子谈的是另一主题，而非所问的主题")
         return f"_核查：{'；'.join(parts)}。_" if parts else ""
     if result.flagged:
         parts.append(
@@ -548,4 +576,6 @@ def _note(result: CheckResult, zh: bool) -> str:
                      "(unverified)")
     if result.uncited_removed:
         parts.append(f"{result.uncited_removed} uncited claim(s) that no source supports were removed")
+    if result.off_subject:
+        parts.append(f"{result.off_subject} cited sentence(s) are about another subject than the question's")
     return f"_Verification: {'; '.join(parts)}._" if parts else ""

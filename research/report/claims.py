@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from pydantic import BaseModel
 
 from research import scripts, textre
+from research.agents import subject as subjects
 from research.agents.types import ChatModel, SourceRef
 from research.ir import tokenize
 from research.report.citations import CITATION
@@ -93,6 +94,42 @@ def model_judge(llm: ChatModel, locale: str, *, max_calls: int = 20) -> Judge:
     return judge
 
 
+class Relevance(BaseModel):
+    about: bool
+
+
+# (question, sentence, passage) -> True (about the question's subject), False (about another) or None.
+RelevanceJudge = Callable[[str, str, str], "bool | None"]
+
+
+def model_relevance_judge(llm: ChatModel, locale: str, *, max_calls: int = 10) -> RelevanceJudge:
+    """A second opinion from the model on cited sentences the subject model found to be about another
+    subject (research.agents.subject.claim_about), at most `max_calls` per report; a failed or unusable
+    answer is "cannot tell", so the lexical verdict stands."""
+    from research.agents.prompts import load_prompt
+
+    system = load_prompt("relevance", locale)
+    calls = 0
+
+    def judge(question: str, claim: str, passage: str) -> bool | None:
+        nonlocal calls
+        if calls >= max_calls:
+            return None
+        calls += 1
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user",
+             "content": f"## Question\n{question}\n\n## Sentence\n{claim}\n\n## Passage\n{passage[:3000]}"},
+        ]
+        try:
+            return bool(llm.structured(messages, Relevance, agent="relevance", max_attempts=1, max_tokens=50).about)
+        except Exception as exc:  # an optional second opinion: any failure means "cannot tell"
+            logger.info("relevance judge unavailable (%s)", exc)
+            return None
+
+    return judge
+
+
 @dataclass(frozen=True)
 class Claim:
     text: str  # the sentence, citation markers and Markdown removed
@@ -102,6 +139,8 @@ class Claim:
     passage: str = ""  # the best-matching passage
     lexical: bool = True  # claim and source share a script, so the score means something
     judged: bool | None = None  # the judge's verdict, when one was asked
+    about: bool | None = None  # about the job's question's subject (research.agents.subject); None: not judged
+    about_why: str = ""
 
 
 def norm_url(url: str) -> str:
@@ -246,3 +285,25 @@ def best_source(claim: str, sources: Sequence[SourceRef]) -> tuple[float, Source
         if score > best[0]:
             best = (score, source, passage)
     return best
+
+
+@dataclass(frozen=True)
+class RelevanceCheck:
+    """The job's subject (research.agents.subject) and, optionally, the model as a second opinion."""
+
+    subject: subjects.Subject
+    judge: RelevanceJudge | None = None
+
+    def verdict(self, claim: Claim, cited: Sequence[SourceRef]) -> Claim:
+        """The claim with its relevance verdict against the cited pages in the question's script; a claim or
+        pages in another script cannot be compared word for word (None). The model, when given, may clear
+        a sentence the lexical verdict found off the subject; its "no" or no answer leaves the verdict."""
+        subject = self.subject
+        pages = [(s.title, s.text) for s in cited if subjects.comparable(subject, s.text)]
+        if not subject.specific or not pages or not scripts.same_script(claim.text, subject.locale):
+            return claim
+        verdict = subjects.claim_about(subject, claim.text, pages, claim.passage)
+        if not verdict.about and self.judge is not None:
+            if self.judge(subject.question, claim.text, claim.passage or pages[0][1][:2000]):
+                return replace(claim, about=True, about_why="the model judged it about the question's subject")
+        return replace(claim, about=verdict.about, about_why=verdict.why)

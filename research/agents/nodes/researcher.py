@@ -39,6 +39,7 @@ from research.agents.nodes.model import (
 )
 from research.agents.nodes.tools import BUILTIN_TOOLS, OfferedMcpTool, offered_mcp_tools
 from research.agents.prompts import load_fragment, load_prompt
+from research.agents.subject import subject_note
 from research.agents.types import (
     AgentContext,
     BudgetExceeded,
@@ -218,7 +219,9 @@ class ResearchRun:
         ref = self.ctx.fetch(url)
         self.fetched[url] = ref
         self.registered[ref.number] = ref
-        return source_listing(self.llm, ref, self.source_cap())
+        # A near-miss page (same words, another subject) is flagged to the model (research.agents.subject).
+        note = subject_note(self.ctx.question, self.ctx.locale or "en-US", ref.title, ref.text)
+        return note + source_listing(self.llm, ref, self.source_cap())
 
     def _kb(self, args: dict[str, Any]) -> str:
         query = self._text_arg(args, "query", "knowledge_search")[:400]

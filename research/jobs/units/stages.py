@@ -30,7 +30,7 @@ from research.jobs.states import STAGES_BY_STATUS, job_set_status
 from research.jobs.units.common import accepted_plan, engine_for, now, queue_grace, short, step_results
 from research.jobs.units.context import JobContext
 from research.jobs.units.lease import Claim, LeaseLost, Outcome, UnitKind, lease_check, unit_run
-from research.report.check import model_judge, report_check
+from research.report.check import model_judge, model_relevance_judge, report_check
 from research.report.citations import finalize_report
 
 logger = logging.getLogger(__name__)
@@ -269,7 +269,9 @@ def _stage_report(job: ResearchJob) -> None:
     # What processing steps computed (sandbox output) may be stated without a citation.
     computed = {s.id for s in plan.steps if s.step_type == "processing"}
     evidence = [r.report_md for r in results if r.step_id in computed]
-    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge, evidence=evidence)
+    relevance = model_relevance_judge(llm, job.locale) if llm is not None else None
+    checked = report_check(final.markdown, sources, locale=job.locale, judge=judge, evidence=evidence,
+                           question=job.question, relevance_judge=relevance)
     final.markdown, final.cited = checked.markdown, checked.cited
     with transaction.atomic():
         still_wanted(job.pk)

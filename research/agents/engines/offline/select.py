@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.rank import RankedSentence, tokenize
+from research.agents.subject import page_about, sentence_about, subject_of, with_competitors
 from research.agents.text import key_terms
 from research.agents.types import SourceRef
 
@@ -47,13 +48,25 @@ def _same_script(locale: str, ref: SourceRef) -> bool:
     return scripts.same_script(ref.text[:3000], locale)
 
 
-def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> dict[int, float]:
+class SourceWeights(dict[int, float]):
+    """Source number -> weight, and `rejected`: the pages the subject model found to be about another
+    subject (research.agents.subject.page_about). A caller may raise a weight (a search's first hits),
+    never un-reject a page: `_cover_sources` drops their sentences whatever their weight has become."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rejected: dict[int, str] = {}  # number -> why
+
+
+def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> SourceWeights:
     """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
 
     A page in the question's script is weighed by the share of the question's key terms it contains
     (a term counts when a third of its tokens occur): every page a search returns shares some words
     with the question, but a page on another subject lacks most of them. A page in another script
-    cannot be compared word for word, so the search engine's order speaks for it.
+    cannot be compared word for word, so the search engine's order speaks for it. On top, a page that
+    the subject model finds to be about another subject (a near miss: the question's general words,
+    another drug, ecosystem or kind of railway) weighs 0 and is listed in `rejected`.
     """
     raw_terms = [t for t in key_terms(question, locale) if tokenize(t)]
     terms = [set(tokenize(t)) for t in raw_terms]
@@ -62,11 +75,17 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     # across two words, "电池量产", would match pages on other batteries.)
     heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
     total = sum(len(t) for t in terms)
-    weights: dict[int, float] = {}
+    weights = SourceWeights()
     foreign: list[int] = []
+    subject = subject_of(question, locale)
     for ref in sources:
         if not _same_script(locale, ref) or not terms:
             foreign.append(ref.number)
+            continue
+        verdict = page_about(subject, ref.title, ref.text)
+        if not verdict.about:
+            weights[ref.number] = 0.0
+            weights.rejected[ref.number] = verdict.why
             continue
         present = set(tokenize(f"{ref.title} {ref.text}"))
         # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
@@ -99,12 +118,14 @@ def _foreign_titles(locale: str, sources: Sequence[SourceRef], weights: dict[int
 def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], shown: int) -> list[RankedSentence]:
     """Give every page that is about the subject a chance: a relevant page with no sentence among
     the first `shown` gets its best-ranked one moved up, in place of the last pick of a page that
-    already has several."""
+    already has several. Sentences of pages the subject model rejected (`SourceWeights.rejected`) go."""
+    rejected = getattr(weights, "rejected", {})
+    ranked = [r for r in ranked if r.source not in rejected]
     if not ranked:
         return ranked
     top = ranked[:shown]
     present = {r.source for r in top}
-    relevant = [n for n, w in weights.items() if w >= 0.85 and n not in present]
+    relevant = [n for n, w in weights.items() if w >= 0.85 and n not in present and n not in rejected]
     rest = ranked[shown:]
     for number in relevant:
         best = next((r for r in rest if r.source == number), None)
@@ -145,12 +166,21 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     need = math.ceil(len(terms) / 2)
     if not terms:
         terms, need = {token for term in key_terms(question, locale) for token in tokenize(term)}, 1
+    subject = with_competitors(subject_of(question, locale), [(ref.title, ref.text) for ref in sources])
+    pages = {ref.number: ref for ref in sources}
+
+    def about(sentence: dict[str, Any], itself: bool) -> bool:
+        """The subject model's verdict (research.agents.subject): in its page's context, or alone."""
+        ref = pages.get(sentence["source"])
+        if ref is None or itself:
+            return sentence_about(subject, sentence["text"]) if itself else True
+        return sentence_about(subject, sentence["text"], ref.text, title=ref.title)
 
     def check(sentence: dict[str, Any], *, itself: bool = False) -> bool:
         if not terms or sentence["source"] in foreign:
             return True
         text = f"{sentence['text']} {'' if itself else titles.get(sentence['source'], '')}"
-        return len(terms & set(tokenize(text))) >= need
+        return len(terms & set(tokenize(text))) >= need and about(sentence, itself)
 
     return check
 

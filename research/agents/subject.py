@@ -1,0 +1,439 @@
+"""What a question is about, and whether a page or a sentence is about the same thing (docs/offline-engine.md,
+"The subject model").
+
+A search for "side effects of GLP-1 drugs" also returns pages on the side effects of surgery: they share
+the question's words, but not its subject. The subject model tells the two kinds of words apart with
+data, not a hand list: a word's frequency in general text (the `wordfreq` package, bundled data for
+English and Chinese; Chinese is segmented into words by jieba, so 城际铁路 is 城际 + 铁路 and 城市地铁 is
+城市 + 地铁, and the shared characters 城/铁 match nothing). A rare word ("seagrass", "GLP", 城际) is
+SPECIFIC: it names the subject. A common one ("side effects", "loss", "carbon", 发展, 铁路) is GENERAL:
+it says what is asked about the subject. A run of content words in the question is one term
+("seagrass meadows", "GLP-1 drugs", 城际铁路); a text names the term by its head, the first specific word
+("seagrass"), or less surely by another of its specific words. A Chinese word is looked for in the raw
+text, since jieba may cut it differently in a page than in the question.
+
+- `subject_of(question, locale)` builds the model; a part with no specific term of its own ("How
+  fast are they being lost?") takes its parent question's (`within=`).
+- `page_about(subject, title, text)` is a `Verdict`: the page names the subject in its title or lead,
+  or more often than any other specific word ("unlike GLP-1 drugs, surgery …" is a passing mention).
+- `sentence_about(subject, sentence, context=…, title=…)`: the sentence names the subject, or its page
+  is about the subject and the sentence names no competing specific word ("They are lost at 7% a year"
+  on a seagrass page is about seagrass; "Mangroves are lost at 1% a year" there is not).
+- `claim_about` is the claim check's relevance verdict (research.report.check).
+
+A question whose words are all common ("What drove inflation in 2021?") has no specific term: then
+every page and sentence is taken as about it, and the lexical ranking alone decides, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from research import scripts, textre
+from research.agents.text import ZH_STOP_PHRASES
+from research.ir import STOP_WORDS, stem
+
+# Zipf frequency (log10 of uses per billion words). Below SPECIFIC a question word names its subject
+# ("seagrass" 2.4, "GLP" 2.3, 城际 3.1, 固态 3.6); at or above it it is general ("carbon" 4.6, "surgery"
+# 4.6, 铁路 5.1). A word of another page counts as a competing subject only when rarer still (RIVAL):
+# "mangrove" 2.9 and "bariatric" 2.6 do, "sediment" 3.4 and "nausea" 3.5 do not.
+SPECIFIC = 4.0
+RIVAL = 3.0
+# A page's own topic words, counted to see what else it is about, are rarer than this.
+_TOPICAL = 5.0
+# Words this common end a term ("of", "how", 的, 中国, 发展): they join no name.
+_FUNCTION = 5.8
+_JOINS = 6.0  # a Chinese character left over by the segmenter under this may belong to a word …
+_RARE_CHAR = 4.5  # … alone, when it is this rare on its own (桩 3.9, 蓄 3.3; not 约 5.6)
+_LEAD_WORDS = 60  # a page's lead: its first words after the title
+_PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba reads ~1 MB/s)
+
+_RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
+_HAS_LETTER = textre.compile(r"\p{L}")
+
+logger = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=1)
+def _quiet_jieba() -> None:
+    """jieba (wordfreq's Chinese segmenter) logs its dictionary loading at DEBUG to stderr on import: not news."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A run of content words of the question ("seagrass meadows"); `core` are its specific words, in order."""
+
+    text: str
+    words: tuple[str, ...]
+    core: tuple[str, ...]
+
+    @property
+    def head(self) -> str:
+        return self.core[0]
+
+
+@dataclass(frozen=True)
+class Subject:
+    question: str
+    locale: str
+    terms: tuple[Term, ...]  # specific terms: what the question is about
+    general: tuple[str, ...]  # the question's other content words: what it asks about them
+    vocabulary: frozenset[str] = field(default_factory=frozenset)  # every content word of the question
+    competitors: frozenset[str] = field(default_factory=frozenset)  # what near-miss pages are about
+
+    @property
+    def specific(self) -> bool:
+        return bool(self.terms)
+
+    def describe(self) -> str:
+        return ", ".join(t.text for t in self.terms) or "(no specific term)"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    about: bool
+    why: str
+
+
+@lru_cache(maxsize=65536)
+def zipf(word: str, lang: str) -> float:
+    """How common a word is in general text, from wordfreq's bundled lists (0.0: never seen, so rare)."""
+    from wordfreq import zipf_frequency  # imported late: its data loads on first use
+
+    return float(zipf_frequency(word, lang))
+
+
+def _norm(word: str) -> str:
+    return stem(word) if word.isascii() else word
+
+
+@lru_cache(maxsize=512)
+def _analysed(text: str) -> tuple[tuple[str, ...], dict[str, float]]:
+    """The text's words in order, lower-cased, English ones lightly stemmed: Han runs segmented by jieba
+    (through wordfreq), other runs by wordfreq's Unicode word rules ("GLP-1" is "glp" + "1"); and each
+    word's frequency, that of its commonest spelling in the text ("accelerat" is as common as
+    "accelerated")."""
+    out: list[str] = []
+    freq: dict[str, float] = {}
+    for surface, lang in _raw_words(text):
+        normed = _norm(surface)
+        out.append(normed)
+        freq[normed] = max(freq.get(normed, 0.0), zipf(surface, lang))
+    return tuple(out), freq
+
+
+def words(text: str) -> tuple[str, ...]:
+    return _analysed(text)[0]
+
+
+def _rare_words(text: str, limit: float, skip: frozenset[str]) -> list[str]:
+    """The text's words (in order) rarer than `limit` in general text, other than `skip`."""
+    seq, freq = _analysed(text)
+    return [w for w in seq if w not in skip and _wordlike(w) and freq[w] < limit]
+
+
+def _compounds(segmented: list[str]) -> list[str]:
+    """jieba's dictionary lacks some compounds and leaves characters over (光 + 伏, 风 + 电, 充电 + 桩):
+    content characters (not 的, 和, 在 …) left side by side make one word (光伏), and one left alone that
+    is rare as a word on its own (桩, 蓄; not 约) joins the word before it (充电桩), in the question and the
+    pages alike."""
+    out: list[str] = []
+    loose: list[str] = []
+    prefix = ""  # a rare character with no word before it starts the next word (钠 + 离子, 锂 + 电池)
+
+    def flush() -> str:
+        """Place the characters gathered so far; returns one that must start the next word."""
+        held, rare = list(loose), len(loose) == 1 and zipf(loose[0], "zh") < _RARE_CHAR
+        loose.clear()
+        if len(held) >= 2:
+            out.append("".join(held))  # 光伏, 风电
+        elif rare and out and len(out[-1]) >= 2:
+            out[-1] += held[0]  # 充电桩; not 充电桩约
+        elif rare:
+            return held[0]
+        else:
+            out.extend(held)
+        return ""
+
+    for w in segmented:
+        if len(w) == 1 and scripts.has_han(w) and zipf(w, "zh") < _JOINS:
+            loose.append(w)
+            continue
+        prefix = flush()
+        out.append(prefix + w)
+    prefix = flush()
+    if prefix:
+        out.append(prefix)
+    return out
+
+
+def _raw_words(text: str) -> list[tuple[str, str]]:
+    """(surface word, language) of the text in order, for frequencies (which want the unstemmed word)."""
+    from wordfreq import tokenize as wf_tokenize
+
+    out: list[tuple[str, str]] = []
+    for han, other in _RUN.findall(text):
+        if han:
+            _quiet_jieba()
+            out.extend((w, "zh") for w in _compounds(wf_tokenize(han, "zh")))
+        elif other.strip():
+            out.extend((w, "en") for w in wf_tokenize(other, "en"))
+    return out
+
+
+def _wordlike(word: str) -> bool:
+    """Letters, and in Chinese two characters or more (one character is rarely a name on its own)."""
+    if not _HAS_LETTER.search(word):
+        return False
+    return len(word) >= 2
+
+
+def _function_word(word: str, lang: str) -> bool:
+    if lang == "en":
+        return word in STOP_WORDS or zipf(word, lang) >= _FUNCTION
+    return word in ZH_STOP_PHRASES or zipf(word, lang) >= _FUNCTION
+
+
+def subject_of(question: str, locale: str = "en-US", *, within: str | None = None) -> Subject:
+    """The subject model of a question (or of a part: `within` is the whole question, whose specific
+    terms a part without its own inherits, so "How fast are they being lost?" keeps "seagrass")."""
+    terms: list[Term] = []
+    general: list[str] = []
+    vocabulary: set[str] = set()
+    run: list[tuple[str, str]] = []
+
+    def close() -> None:
+        if not run:
+            return
+        normed = tuple(_norm(w) for w, _ in run)
+        # In reading order: the first specific word is the term's head (the "seagrass" of "seagrass
+        # meadows", the 固态 of 固态电池量产), not necessarily the rarest.
+        core = [(zipf(w, lang), _norm(w)) for w, lang in run if _wordlike(w) and zipf(w, lang) < SPECIFIC]
+        joiner = "" if all(lang == "zh" for _, lang in run) else " "
+        rare = {w for _, w in core}
+        last = max((i for i, n in enumerate(normed) if n in rare), default=len(run) - 1)
+        if joiner == "":
+            last = len(run) - 1  # 城际铁路: a Chinese run is one compound
+        while last + 1 < len(run) and run[last + 1][0].isdigit():
+            last += 1  # "glp 1"
+        text = joiner.join(w for w, _ in run[: last + 1])  # "seagrass meadows" of "seagrass meadows store"
+        heads = [w for _, w in core]
+        first = next((i for i, n in enumerate(normed) if heads and n == heads[0]), 0)
+        if joiner == "" and first > 0:
+            # A Chinese compound whose first words are common (海上 of 海上风电) is named only whole: 陆上风电
+            # shares 风电, and the modifier is what tells the two apart.
+            heads[0] = "".join(w for w, _ in run[: first + 1])
+        if core:
+            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(heads))))
+        else:
+            general.extend(n for n in normed if _wordlike(n))
+        run.clear()
+
+    for word, lang in _raw_words(question):
+        if word.isdigit() and run:
+            run.append((word, lang))  # "GLP-1": a number inside a name
+            continue
+        if not _wordlike(word):
+            close()
+            continue
+        if _function_word(word, lang):
+            close()
+            if _wordlike(word) and word not in STOP_WORDS and word not in ZH_STOP_PHRASES:
+                vocabulary.add(_norm(word))  # 中国, 发展: general, and never a competing subject
+            continue
+        vocabulary.add(_norm(word))
+        run.append((word, lang))
+    close()
+    if not terms and within and within.strip() != question.strip():
+        parent = subject_of(within, locale)
+        terms = list(parent.terms)
+        vocabulary |= parent.vocabulary
+    unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
+    return Subject(question=question, locale=locale, terms=tuple(unique.values()),
+                   general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
+
+
+@dataclass(frozen=True)
+class _Page:
+    title: str
+    text: str
+    counts: Counter[str]
+    freq: dict[str, float]
+    title_words: frozenset[str]
+    lead: frozenset[str]
+    lead_text: str
+
+    # A Chinese word is counted in the raw text, not among the segmenter's words: jieba cuts the same
+    # word differently in different sentences (公共充电桩约 gave 充电 + 桩约), and 城际 is still never in 城市.
+    def hits(self, word: str) -> int:
+        if scripts.has_han(word):
+            return self.title.count(word) + self.text.count(word)
+        return self.counts.get(word, 0)
+
+    def in_title(self, word: str) -> bool:
+        return word in self.title if scripts.has_han(word) else word in self.title_words
+
+    def in_lead(self, word: str) -> bool:
+        return word in self.lead_text if scripts.has_han(word) else word in self.lead
+
+
+@lru_cache(maxsize=256)
+def _page(title: str, text: str) -> _Page:
+    text = text[:_PAGE_CHARS]
+    head, head_freq = _analysed(title)
+    body, freq = _analysed(text)
+    merged = {w: max(head_freq.get(w, 0.0), freq.get(w, 0.0)) for w in {*head_freq, *freq}}
+    return _Page(title=title, text=text, counts=Counter(head) + Counter(body), freq=merged,
+                 title_words=frozenset(head), lead=frozenset(body[:_LEAD_WORDS]),
+                 lead_text="".join(body[:_LEAD_WORDS]))
+
+
+def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int]]:
+    """Topical words of a page that are not the question's, most used first: what else it is about
+    (地铁 of a page on 城市地铁 is a common word, 4.7, but a page that repeats it is about it)."""
+    return [(w, n) for w, n in page.counts.most_common() if n >= least and w not in subject.vocabulary
+            and _wordlike(w) and page.freq[w] < _TOPICAL and not _kin(subject, w)]
+
+
+def _kin(subject: Subject, word: str) -> bool:
+    """A word inside a subject word or around one (充电 of 充电桩, 风电场 of 风电): the same subject, not a rival."""
+    return any(word in core or core in word for t in subject.terms for core in t.core)
+
+
+def _named(term: Term, page: _Page) -> int:
+    """How often a page names a term: its head as often as it is there, else its other specific words
+    ("充电桩" names 电动汽车充电桩 on a page that says 新能源汽车), which count half."""
+    head = page.hits(term.head)
+    return head or (max((page.hits(w) for w in term.core[1:]), default=0) + 1) // 2
+
+
+def _mentions(subject: Subject, page: _Page) -> tuple[int, Term | None]:
+    """How often the most-named term of the subject is named, and that term."""
+    best = max(subject.terms, key=lambda t: _named(t, page), default=None)
+    return (_named(best, page), best) if best is not None else (0, None)
+
+
+def page_about(subject: Subject, title: str, text: str) -> Verdict:
+    """Whether a page is about the subject: its specific term is in the title or the lead, or named more
+    often than any other specific word, never a passing mention (see the module doc)."""
+    if not subject.specific:
+        return Verdict(True, "the question names no specific term")
+    page = _page(title, text)
+    named, term = _mentions(subject, page)
+    if term is None or not named:
+        return Verdict(False, f"never names {subject.describe()}")
+    rivals = _rivals(subject, page, least=2)
+    rival, rival_count = rivals[0] if rivals else ("", 0)
+    in_title = any(page.in_title(c) for t in subject.terms if _named(t, page) for c in t.core)
+    rival_title = next((w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w)), "")
+    if in_title and not rival_title:
+        return Verdict(True, f"names {term.text} in its title")
+    if rival_title and not in_title:
+        if named >= 2 * max(rival_count, page.hits(rival_title)):
+            return Verdict(True, f"names {term.text} {named} times")
+        return Verdict(False, f"its title is about {rival_title}, not {term.text}")
+    # Named up front and not outnumbered more than twice by another topic word: a page that names its
+    # subject once and then says "they" is about it; "Unlike GLP-1 drugs, surgery …" is not.
+    in_lead = any(page.in_lead(c) for t in subject.terms if _named(t, page) for c in t.core)
+    if (in_title or in_lead) and 2 * named >= rival_count:
+        return Verdict(True, f"names {term.text} in its {'title' if in_title else 'lead'}")
+    if named >= 2 and 2 * named >= rival_count:
+        return Verdict(True, f"names {term.text} {named} times")
+    if rival:
+        return Verdict(False, f"mostly about {rival} ({rival_count} times), {term.text} named {named} times")
+    return Verdict(False, f"names {term.text} only in passing")
+
+
+def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:
+    """The text names one of the subject's terms: its head, or another of its specific words where the
+    context (the page) names the term too ("充电桩" on a page on 电动汽车充电桩)."""
+    own = _page("", text)
+    whole = _page(title, context) if context or title else None
+    return any(
+        own.hits(t.head) > 0 or (any(own.hits(c) for c in t.core) and (whole is None or _named(t, whole) > 0))
+        for t in subject.terms
+    )
+
+
+def sentence_about(subject: Subject, sentence: str, context: str = "", *, title: str = "") -> bool:
+    """Whether a sentence is about the subject, in its context (the page or paragraph it comes from).
+
+    On a page about the subject, a sentence is, unless it names a competing entity and not the subject
+    ("Mangroves are lost at 1% a year" where the job's pages include one on mangroves: `competitors`);
+    a rare word of the page's own topic ("defrost", 环评) is no competitor. On a page about something
+    else, a sentence is only when it names the subject and no other rare word ("Unlike GLP-1 drugs,
+    bariatric surgery …" is not). Without a context, a sentence must name the subject."""
+    if not subject.specific:
+        return True
+    named = names_subject(subject, sentence, context, title=title)
+    if not context and not title:
+        return named
+    rare = [w for w in _rare_words(sentence, RIVAL, subject.vocabulary) if not _kin(subject, w)]
+    if page_about(subject, title, context).about:
+        return named or not any(w in subject.competitors for w in rare)
+    return named and not rare
+
+
+def with_competitors(subject: Subject, pages: Sequence[tuple[str, str]]) -> Subject:
+    """The subject with the topics of the near-miss pages among `pages` (title, text) as its competitors:
+    the rare words those pages are about (their title's and their most used), e.g. "mangrove" beside
+    seagrass. A sentence on a page about the subject that names one of them, and not the subject, is
+    about that competitor."""
+    if not subject.specific:
+        return subject
+    found: set[str] = set()
+    for title, text in pages:
+        if not comparable(subject, f"{title} {text}") or page_about(subject, title, text).about:
+            continue
+        page = _page(title, text)
+        found.update(w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w))
+        found.update(w for w, _ in _rivals(subject, page, least=2)[:2] if page.freq[w] < RIVAL)
+    return replace(subject, competitors=frozenset(found))
+
+
+def claim_about(subject: Subject, claim: str, cited: Sequence[tuple[str, str]], passage: str = "") -> Verdict:
+    """The claim check's relevance verdict for one cited sentence: `cited` are the (title, text) of
+    the pages it cites and `passage` the best-matching passage of them. The claim is about the subject
+    when, for one cited page, the claim is about it in that page's context and either the page is about
+    the subject or the passage itself is ("Seagrass is lost at 1% a year [n]" citing a mangrove page
+    whose passage speaks of mangroves is not)."""
+    if not subject.specific:
+        return Verdict(True, "the question names no specific term")
+    reasons: list[str] = []
+    for title, text in cited:
+        page = page_about(subject, title, text)
+        if not sentence_about(subject, claim, text, title=title):
+            reasons.append(f"the sentence is not about {subject.describe()} ({page.why})")
+            continue
+        if page.about or (passage and sentence_about(subject, passage, text, title=title)):
+            return Verdict(True, page.why)
+        reasons.append(page.why)
+    return Verdict(False, reasons[0] if reasons else "cites nothing")
+
+
+def comparable(subject: Subject, text: str) -> bool:
+    """A page in the question's script can be compared word for word (a Chinese question over an English
+    page cannot: its subject words are not there in any spelling)."""
+    return scripts.same_script(text[:3000], subject.locale)
+
+
+def subject_note(question: str, locale: str, title: str, text: str) -> str:
+    """A line for the model engine's researcher above a fetched page the subject model finds to be about
+    another subject (empty otherwise): the model may still read it, and is told what to cite it for."""
+    if not question.strip() or not comparable(subject := subject_of(question, locale), f"{title} {text}"):
+        return ""
+    verdict = page_about(subject, title, text)
+    if verdict.about:
+        return ""
+    if locale.lower().startswith("zh"):
+        return (f"*主题核查：此页面似乎谈的是另一主题，而非问题的主题“{subject.describe()}”（{verdict.why}）。"
+                "只可引用其中关于该主题的内容。*\n")
+    return (f"*Subject check: this page looks like it is about another subject than the question's "
+            f"({subject.describe()}: {verdict.why}). Cite it only for what it says about that subject.*\n")

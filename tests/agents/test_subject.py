@@ -1,0 +1,264 @@
+"""The subject model (research.agents.subject): near-miss pages written for these tests, in English and
+Chinese, each beside a page on the question's subject; and properties over generated variations."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from research.agents.subject import page_about, sentence_about, subject_of, with_competitors
+
+DRUG_Q = "What are the side effects of GLP-1 drugs?"
+DRUG_PAGE = (
+    "GLP-1 drugs: common side effects",
+    "GLP-1 drugs such as semaglutide are prescribed for diabetes and obesity. The most common side effects "
+    "of GLP-1 drugs are nausea, vomiting and diarrhoea, reported by up to 40% of patients in trials. "
+    "Most side effects fade after the first weeks of treatment. Rare side effects include pancreatitis "
+    "and gallbladder problems.",
+)
+SURGERY_PAGE = (
+    "Bariatric surgery: risks and side effects",
+    "Bariatric surgery changes the stomach and small intestine. Unlike GLP-1 drugs, bariatric surgery "
+    "leads to lasting weight loss for most patients. Side effects of bariatric surgery include dumping "
+    "syndrome in up to 50% of patients, vitamin deficiencies and gallstones. After bariatric surgery, "
+    "patients follow a strict diet.",
+)
+
+SEAGRASS_Q = "How much carbon do seagrass meadows store, and how fast are they being lost?"
+# Names the subject once, then speaks of it with pronouns: it must not be rejected.
+SEAGRASS_PAGE = (
+    "Seagrass meadows",
+    "Seagrass meadows grow in shallow coastal waters on every continent except Antarctica. They store "
+    "carbon in their sediments for thousands of years, up to 19.9 billion tonnes worldwide. They are "
+    "being lost at about 7% a year, and their loss has accelerated since 1990. Their roots hold the "
+    "seabed in place.",
+)
+MANGROVE_PAGE = (
+    "Mangrove forests are disappearing",
+    "Mangroves line tropical coasts and store large amounts of carbon. Unlike seagrass meadows, mangroves "
+    "grow between the tides. Mangroves are being lost at 1 to 2% a year, mostly to shrimp farms. Mangrove "
+    "loss releases carbon stored in their soils.",
+)
+
+RAIL_Q = "中国城际铁路的发展情况如何？"
+RAIL_PAGE = (
+    "城际铁路加快建设",
+    "城际铁路连接相邻城市，服务都市圈内的通勤出行。截至2023年底，全国城际铁路运营里程超过3000公里。"
+    "它们的平均时速在160到200公里之间。",
+)
+METRO_PAGE = (
+    "城市地铁客流创新高",
+    "城市地铁是大城市公共交通的骨干。2023年，全国城市地铁客流超过290亿人次，运营里程达到1万公里。"
+    "与城际铁路不同，城市地铁站距短、发车密。城市地铁客流在早晚高峰最为集中。",
+)
+
+
+def test_the_subject_is_its_specific_terms_not_its_general_words():
+    drug = subject_of(DRUG_Q, "en-US")
+    assert [t.core for t in drug.terms] == [("glp",)]
+    assert {"side", "effect"} <= set(drug.general)  # what is asked, not what it is about
+    seagrass = subject_of(SEAGRASS_Q, "en-US")
+    assert seagrass.terms[0].core[0] == "seagrass"
+    assert "carbon" in seagrass.general and "lost" in seagrass.general
+    rail = subject_of(RAIL_Q, "zh-CN")
+    assert [t.core for t in rail.terms] == [("城际",)]  # segmented: 城际 + 铁路, and 铁路 is a common word
+    assert rail.terms[0].text == "城际铁路"  # one term
+
+
+def test_a_part_without_its_own_subject_takes_the_question_s():
+    part = subject_of("How fast are they being lost?", "en-US", within=SEAGRASS_Q)
+    assert part.terms and part.terms[0].core[0] == "seagrass"
+    assert not subject_of("How fast are they being lost?", "en-US").terms
+
+
+def test_a_question_of_common_words_only_rejects_nothing():
+    subject = subject_of("What drove inflation in 2021 and 2022?", "en-US")
+    assert not subject.specific
+    assert page_about(subject, "Mangroves", MANGROVE_PAGE[1]).about
+
+
+@pytest.mark.parametrize(
+    ("question", "locale", "on", "near"),
+    [
+        (DRUG_Q, "en-US", DRUG_PAGE, SURGERY_PAGE),
+        (SEAGRASS_Q, "en-US", SEAGRASS_PAGE, MANGROVE_PAGE),
+        (RAIL_Q, "zh-CN", RAIL_PAGE, METRO_PAGE),
+    ],
+    ids=["drug-vs-surgery", "seagrass-vs-mangrove", "intercity-vs-metro"],
+)
+def test_near_miss_pages_are_rejected_and_pages_on_the_subject_kept(question, locale, on, near):
+    subject = subject_of(question, locale)
+    kept = page_about(subject, *on)
+    rejected = page_about(subject, *near)
+    assert kept.about, kept.why
+    assert not rejected.about, rejected.why
+    # Without their titles, the bodies alone still tell (density and lead, not the title only).
+    assert page_about(subject, "", on[1]).about
+    assert not page_about(subject, "", near[1]).about
+
+
+def test_a_page_that_uses_pronouns_after_naming_the_subject_once_is_kept():
+    subject = subject_of(SEAGRASS_Q, "en-US")
+    title, text = SEAGRASS_PAGE
+    assert text.count("eagrass") == 1
+    assert page_about(subject, title, text).about
+    assert sentence_about(subject, "They are being lost at about 7% a year.", text, title=title)
+    # The same sentence on the mangrove page is about mangroves.
+    assert not sentence_about(subject, "They are being lost at about 7% a year.", MANGROVE_PAGE[1],
+                              title=MANGROVE_PAGE[0])
+
+
+def test_sentences_are_judged_in_their_page_s_context():
+    drug = subject_of(DRUG_Q, "en-US")
+    surgery_title, surgery = SURGERY_PAGE
+    # A passing mention of the subject on a page about something else is not about the subject.
+    assert not sentence_about(drug, "Unlike GLP-1 drugs, bariatric surgery leads to lasting weight loss.",
+                              surgery, title=surgery_title)
+    assert not sentence_about(drug, "Side effects of bariatric surgery include dumping syndrome.",
+                              surgery, title=surgery_title)
+    assert sentence_about(drug, "Most side effects fade after the first weeks of treatment.",
+                          DRUG_PAGE[1], title=DRUG_PAGE[0])
+    seagrass = subject_of(SEAGRASS_Q, "en-US")
+    mangroves = "Mangroves are being lost at 1 to 2% a year."
+    # On a page about the subject, a rare word of its own topic is no competitor ...
+    assert sentence_about(seagrass, mangroves, SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    assert sentence_about(seagrass, "Their roots hold the seabed in place.", SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    # ... but the topic of a near-miss page among the job's pages is: the sentence is about that subject.
+    rivals = with_competitors(seagrass, [SEAGRASS_PAGE, MANGROVE_PAGE])
+    assert "mangrove" in rivals.competitors and "seagrass" not in rivals.competitors
+    assert not sentence_about(rivals, mangroves, SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    assert sentence_about(rivals, "Their roots hold the seabed in place.", SEAGRASS_PAGE[1], title=SEAGRASS_PAGE[0])
+    rail = subject_of(RAIL_Q, "zh-CN")
+    assert sentence_about(rail, "截至2023年底，全国城际铁路运营里程超过3000公里。", RAIL_PAGE[1], title=RAIL_PAGE[0])
+    assert not sentence_about(rail, "2023年，全国城市地铁客流超过290亿人次，运营里程达到1万公里。",
+                              METRO_PAGE[1], title=METRO_PAGE[0])
+
+
+def test_without_a_context_a_sentence_must_name_the_subject():
+    subject = subject_of(DRUG_Q, "en-US")
+    assert sentence_about(subject, "GLP-1 drugs cause nausea in 40% of patients.")
+    assert not sentence_about(subject, "They cause nausea in 40% of patients.")
+
+
+# ---------------------------------------------------------------- properties
+
+_GENERAL_EN = ["side effects", "loss", "rate", "carbon", "cost", "store", "risk", "patients", "percent",
+               "growth", "study", "years", "trial", "impact"]
+_GENERAL_ZH = ["发展", "情况", "速度", "成本", "建设", "规模", "运营", "里程", "城市"]
+
+# (question, page on the subject, the page with the subject swapped for a competing entity)
+_SWAPS = [
+    ("How fast are seagrass meadows being lost?", "seagrass meadows", "mangrove forests"),
+    ("What are the side effects of statins?", "statins", "bariatric surgery"),
+    ("What limits lithium-sulfur batteries?", "lithium-sulfur batteries", "hydrogen fuel cells"),
+]
+_TEMPLATE = ("{X} are widely studied. Researchers measured {X} at 40 sites. The figures for {X} show a loss "
+             "of 7% a year. Field reports on {X} agree.")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(_SWAPS), st.lists(st.sampled_from(_GENERAL_EN), min_size=0, max_size=8))
+def test_swapping_the_specific_entity_flips_the_verdict(case, general):
+    question, own, other = case
+    subject = subject_of(question, "en-US")
+    filler = " ".join(f"The {g} matters." for g in general)
+    on = _TEMPLATE.format(X=own) + " " + filler
+    off = _TEMPLATE.format(X=other) + " " + filler
+    assert page_about(subject, own, on).about
+    assert not page_about(subject, other, off).about
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(_GENERAL_EN), min_size=1, max_size=20))
+def test_adding_general_words_never_makes_an_off_subject_page_on_subject(general):
+    for question, near in [(DRUG_Q, SURGERY_PAGE), (SEAGRASS_Q, MANGROVE_PAGE)]:
+        subject = subject_of(question, "en-US")
+        title, text = near
+        padded = text + " " + " ".join(general) + "."
+        assert not page_about(subject, title, padded).about
+        assert not page_about(subject, f"{title}: {' '.join(general[:3])}", padded).about
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(_GENERAL_ZH), min_size=1, max_size=12))
+def test_adding_general_words_never_makes_an_off_subject_chinese_page_on_subject(general):
+    subject = subject_of(RAIL_Q, "zh-CN")
+    title, text = METRO_PAGE
+    padded = text + "".join(general) + "。"
+    assert not page_about(subject, title, padded).about
+    assert page_about(subject, RAIL_PAGE[0], RAIL_PAGE[1] + "".join(general) + "。").about
+
+
+def test_the_model_engine_s_researcher_is_told_when_a_fetched_page_is_a_near_miss():
+    from research.agents.subject import subject_note
+
+    note = subject_note(SEAGRASS_Q, "en-US", *MANGROVE_PAGE)
+    assert note.startswith("*Subject check:") and "seagrass meadows" in note and "mangrove" in note
+    assert subject_note(SEAGRASS_Q, "en-US", *SEAGRASS_PAGE) == ""
+    assert "城际铁路" in subject_note(RAIL_Q, "zh-CN", *METRO_PAGE)
+    assert subject_note(RAIL_Q, "zh-CN", *RAIL_PAGE) == ""
+    assert subject_note(RAIL_Q, "zh-CN", *SEAGRASS_PAGE) == ""  # another script: not judged word for word
+
+
+def test_chinese_words_are_found_however_the_segmenter_cuts_them_in_context():
+    # jieba cuts 充电桩 into 充电 + 桩约 in "公共充电桩约272.6万台"; the page still names it three times.
+    subject = subject_of("中国电动汽车充电桩的数量和利用率如何？", "zh-CN")
+    assert subject.terms[0].text == "电动汽车充电桩"
+    page = ("截至2023年底，全国充电基础设施累计数量达到859.6万台，同比增长65%。其中公共充电桩约272.6万台，"
+            "私人充电桩约587万台。车桩比约为2.4比1，也就是说平均每2.4辆新能源汽车对应一个充电桩。")
+    assert page_about(subject, "中国充电基础设施数量", page).about
+    swap = ("截至2023年底，全国换电站累计数量达到3500座。换电站主要服务出租车和网约车。换电站的单站投资较高，"
+            "换电站运营商仍在探索盈利模式。")
+    assert not page_about(subject, "换电站建设提速", swap).about
+
+
+_SWAPS_ZH = [
+    ("中国城际铁路的发展情况如何？", "城际铁路", "城市地铁"),
+    ("固态电池量产面临哪些限制？", "固态电池", "钠离子电池"),
+    ("中国抽水蓄能的成本如何？", "抽水蓄能", "压缩空气储能"),
+]
+_TEMPLATE_ZH = "{X}近年来发展很快。2023年，{X}的规模增长了20%。业内人士认为，{X}的成本仍然偏高。{X}的建设速度还会加快。"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(_SWAPS_ZH), st.lists(st.sampled_from(_GENERAL_ZH), min_size=0, max_size=8))
+def test_swapping_the_specific_entity_flips_the_verdict_in_chinese(case, general):
+    question, own, other = case
+    subject = subject_of(question, "zh-CN")
+    filler = "".join(f"{g}很重要。" for g in general)
+    assert page_about(subject, own, _TEMPLATE_ZH.format(X=own) + filler).about
+    assert not page_about(subject, other, _TEMPLATE_ZH.format(X=other) + filler).about
+
+
+def test_the_offline_engine_s_selection_rejects_near_miss_pages_and_their_sentences():
+    from research.agents.engines.offline.select import _cover_sources, _on_subject, _source_weights
+    from research.agents.rank import RankedSentence
+    from research.agents.types import SourceRef
+
+    sources = [SourceRef(number=n, url=f"https://pages.example/{n}", title=t, text=x)
+               for n, (t, x) in enumerate([SEAGRASS_PAGE, MANGROVE_PAGE], start=1)]
+    weights = _source_weights(SEAGRASS_Q, "en-US", sources)
+    assert weights[2] == 0.0 and 2 in weights.rejected and 1 not in weights.rejected
+    assert weights[1] > 0.3
+    weights[2] = 0.9  # a later rule (the search's first hits) may raise a weight: the page stays rejected
+    ranked = [RankedSentence("Mangroves are being lost at 1 to 2% a year.", 2, 2.0, 0),
+              RankedSentence("They are being lost at about 7% a year.", 1, 1.0, 1)]
+    assert [r.source for r in _cover_sources(ranked, weights, 5)] == [1]
+    check = _on_subject(SEAGRASS_Q, "en-US", sources)
+    assert check({"text": "They are being lost at about 7% a year, and their loss has accelerated since 1990.",
+                  "source": 1})
+    assert not check({"text": "Mangroves are being lost at 1 to 2% a year, mostly to shrimp farms.", "source": 2})
+
+
+def test_a_chinese_compound_with_a_common_modifier_is_named_only_whole():
+    # 海上 (offshore) is a common word, yet it is what tells 海上风电 from 陆上风电.
+    subject = subject_of("中国海上风电的发展现状如何？", "zh-CN")
+    assert [t.core[0] for t in subject.terms] == ["海上风电"]
+    offshore = "海上风电场建在近海。2023年，中国海上风电累计装机达到3700万千瓦。海上风电的单位造价仍然较高。"
+    onshore = "陆上风电场主要分布在三北地区。2023年，中国陆上风电累计装机超过4亿千瓦。陆上风电的弃风率有所下降。"
+    assert page_about(subject, "中国海上风电", offshore).about
+    assert not page_about(subject, "中国陆上风电", onshore).about
+    # jieba's left-over characters: 钠 + 离子 is one word, and so is 锂 + 电池.
+    sodium = subject_of("钠离子电池的成本和性能与锂电池相比如何？", "zh-CN")
+    assert [t.core[0] for t in sodium.terms] == ["钠离子", "锂电池"]
