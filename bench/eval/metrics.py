@@ -12,7 +12,13 @@
   organisation, a comparison: verify.is_factual), cite nothing, and are not found in any source
   (or are marked unverified);
 - answer_first: the first paragraph under the first heading is prose (not a list) that states a
-  key fact, with a citation.
+  key fact, with a citation;
+- near_miss_cited: share of cited sentences that cite one of the question's `near_miss` pages (pages
+  with the question's words and figures of the kind it asks for, about another subject);
+- off_subject_cited: share of cited sentences that cite any source that is neither one of the
+  question's `pages` nor one of its `distractors` (near-miss pages and pages of other questions).
+  A sentence citing a relevant page and a near-miss page at once counts: it still leans on the
+  wrong subject.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ class Scores:
     unretrieved_urls: list[str] = field(default_factory=list)
     uncited_unsupported: list[str] = field(default_factory=list)
     answer_first: bool = False
+    near_miss: int = 0  # cited sentences citing a near-miss page of the question
+    off_subject: int = 0  # cited sentences citing a page outside the question's pages and distractors
 
     @property
     def fact_recall(self) -> float:
@@ -49,6 +57,14 @@ class Scores:
     def citation_support(self) -> float | None:
         checked = self.claims - self.unchecked
         return self.supported / checked if checked else None
+
+    @property
+    def near_miss_cited(self) -> float:
+        return self.near_miss / self.claims if self.claims else 0.0
+
+    @property
+    def off_subject_cited(self) -> float:
+        return self.off_subject / self.claims if self.claims else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +78,10 @@ class Scores:
             "unretrieved_urls": len(self.unretrieved_urls),
             "uncited_unsupported": len(self.uncited_unsupported),
             "answer_first": self.answer_first,
+            "near_miss_cited": round(self.near_miss_cited, 3),
+            "near_miss_cited_count": self.near_miss,
+            "off_subject_cited": round(self.off_subject_cited, 3),
+            "off_subject_cited_count": self.off_subject,
         }
 
 
@@ -122,11 +142,16 @@ def score_report(markdown: str, sources: list[SourceRef], question: dict[str, An
     sentences = report_sentences(markdown, sources)
     scores.facts = [fact_found(f, sentences) for f in question["facts"]]
     mapping = verify.citation_targets(markdown, sources)
+    near_miss = set(question.get("near_miss", ()))
+    on_subject = set(question["pages"]) | set(question["distractors"])
     for sentence, numbers in verify.cited_sentences(markdown):
         cited = [mapping[n] for n in numbers if n in mapping]
         scores.claims += 1
         if not cited:
             continue
+        names = {page_name(s.url) for s in cited}
+        scores.near_miss += bool(names & near_miss)
+        scores.off_subject += bool(names - on_subject)
         claim = verify.check_claim(sentence, cited)
         if claim.supported is None:
             scores.unchecked += 1
