@@ -58,9 +58,9 @@ def test_the_parts_of_a_question_in_its_own_words():
         "What limits solid-state battery production", "What limits solid-state battery safety"]
     two_clauses = "What does green hydrogen cost, and what would make it cheaper?"
     assert [a.title for a in question_aspects(two_clauses, "en-US")] == [
-        "What does green hydrogen cost", "What would make it cheaper"]
+        "What does green hydrogen cost", "What would make green hydrogen cheaper"]  # issue 32: names the subject
     assert [a.title for a in question_aspects("中国光伏组件的产能和价格情况如何？", "zh-CN")] == [
-        "中国光伏组件的产能", "中国光伏组件的价格"]
+        "中国光伏组件的产能情况如何", "中国光伏组件的价格情况如何"]  # issue 32: each part a complete question
     assert question_aspects("How efficient are heat pumps in cold climates?", "en-US") == []
     assert question_aspects("固态电池量产面临哪些限制？", "zh-CN") == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from research.agents.engines.offline import OfflineEngine
+from research.agents.engines.offline import OfflineEngine, question_aspects
 from research.agents.engines.offline.titles import SUBORDINATORS, and_inside_a_clause, readable_steps
 from research.agents.types import PlanStep
 from tests.support.fake_context import FakeContext
@@ -19,7 +19,11 @@ def _plan(question: str, max_steps: int = 3) -> list[PlanStep]:
 
 def test_a_question_with_and_inside_a_when_clause_is_one_step():
     titles = [s.title for s in _plan(BROKEN)]
-    assert titles[0] == BROKEN.rstrip("?")
+    # Issue 32: the question is not split at all now (one part), so its plan is a one-part question's
+    # plan: the facets, as for "How efficient are heat pumps in cold climates?". Before, it was split
+    # and then merged back into a step titled by the question.
+    assert question_aspects(BROKEN, "en-US") == []
+    assert titles == [s.title for s in _plan("How efficient are heat pumps in cold climates?")]
     assert not any(t.endswith("glob patterns") or "glob magic" in t for t in titles)
     assert [s.id for s in _plan(BROKEN)] == [f"step-{i}" for i in range(1, len(titles) + 1)]
 

@@ -1,5 +1,6 @@
 """Question analysis for the offline engine: small talk, the facets a plan is made of, re-plan
-feedback, and the parts of a question that asks several things (docs/offline-engine.md)."""
+feedback; the parts of a question that asks several things live in parts.py and are re-exported
+here (docs/offline-engine.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import unicodedata
 from dataclasses import dataclass
 
 from research import scripts, textre
+from research.agents.engines.offline.parts import Aspect, _aspect_of, question_aspects
 from research.agents.rank import tokenize
-from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
+from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, key_terms
 from research.agents.types import PlanStep
 
 # ---------------------------------------------------------------- coordinator
@@ -262,102 +264,4 @@ def question_facets(question: str) -> list[Facet]:
     return found
 
 
-@dataclass(frozen=True)
-class Aspect:
-    """One part of a question that asks several things ("… production and safety?")."""
-
-    title: str  # the part in the question's own words, as a sub-question (English) or a phrase (Chinese)
-    query: str  # its key terms plus the subject's, for the step's search
-    words: tuple[str, ...]  # the words that tell this part from the others
-
-
-_WH = ("what", "how", "why", "which", "who", "when", "where", "is", "are", "does", "do", "can", "will")
-_WH_START = frozenset(("what", "how", "why", "which", "who", "when", "where"))
-_EN_PIECE = textre.compile(r"\s*[,;]\s*")
-_EN_AND = textre.compile(r"\s+(?:and|or)\s+")
-_ZH_AND = textre.compile(r"以及|和|及|、|，|,")
-_ZH_HOW = ("如何", "怎样", "怎么", "为何", "为什么")
-_ZH_ASK = ("如何", "怎样", "怎么样", "是多少", "有多大", "多大", "多少", "有哪些", "哪些", "是什么", "情况", "吗", "呢")
-
-
-def _strip_zh_ask(text: str) -> str:
-    for phrase in _ZH_ASK:
-        if text.endswith(phrase) and len(text) > len(phrase):
-            text = text[: -len(phrase)]
-    return text.strip()
-
-
-def _en_clauses(text: str) -> list[str]:
-    """Clauses of an English question: at commas and semicolons, and at "and" before a wh-word."""
-    out: list[str] = []
-    for piece in _EN_PIECE.split(text):
-        words = piece.split()
-        if words and words[0].lower() in ("and", "but"):
-            words = words[1:]
-        start = 0
-        for i, word in enumerate(words):
-            if word.lower() == "and" and i > start and i + 1 < len(words) and words[i + 1].lower() in _WH_START:
-                out.append(" ".join(words[start:i]))
-                start = i + 1
-        out.append(" ".join(words[start:]))
-    return [c for c in out if c]
-
-
-def question_aspects(question: str, locale: str) -> list[Aspect]:
-    """The parts of a question that asks several things, in its own words; [] for a one-part question.
-
-    English: clauses ("What does X cost, and what would make it cheaper?") and a pair joined by
-    "and" at the end of a clause ("What limits X's production and safety?" → "What limits X's
-    production", "What limits X's safety"). Chinese: the parts joined by 和/及/、 after the subject
-    ("数据中心的耗电量有多大，如何降低？" → 数据中心的耗电量, 数据中心如何降低).
-    """
-    text = " ".join(question.split()).strip().rstrip("?？!！.。")
-    if not text:
-        return []
-    parts: list[tuple[str, str]] = []  # (sub-question, the words that tell it apart)
-    if is_chinese(locale) or detect_locale(text) == "zh-CN":
-        pieces = [p.strip() for p in _ZH_AND.split(text) if p.strip()]
-        if len(pieces) < 2:
-            return []
-        head = pieces[0]
-        cut = head.rfind("的")
-        subject, first = (head[:cut], head[cut + 1 :]) if cut > 0 else ("", head)
-        items = [_strip_zh_ask(first)] + [_strip_zh_ask(p) for p in pieces[1:]]
-        zh_parts = [(f"{subject}{'' if item.startswith(_ZH_HOW) else '的'}{item}" if subject else item, item)
-                    for item in items if item]
-        if len(zh_parts) < 2:
-            return []
-        return [Aspect(title[:200], f"{subject} {item}".strip(), (item,)) for title, item in zh_parts[:4]]
-    else:
-        clauses = _en_clauses(text)
-        for clause in clauses:
-            pair = list(_EN_AND.finditer(clause))
-            tail = clause[pair[-1].end() :] if pair else ""
-            before = clause[: pair[-1].start()] if pair else clause
-            # "… production and safety": the last word before "and" and a short tail are alternatives.
-            if pair and 0 < len(tail.split()) <= 3 and before.split():
-                stem_words = before.split()
-                left = stem_words[-1]
-                stem = " ".join(stem_words[:-1])
-                parts.append((f"{stem} {left}".strip(), left))
-                parts.append((f"{stem} {tail}".strip(), tail))
-            elif len(clauses) > 1:
-                parts.append((clause, ""))  # a clause of its own: nothing to take out of the others
-    if len(parts) < 2:
-        return []
-    subject_terms = key_terms(question, locale)
-    out: list[Aspect] = []
-    for sub, own in parts:
-        title = sub[:1].upper() + sub[1:]
-        terms = key_terms(sub, locale, fallback=False)
-        others = {t.lower() for _, words in parts if words and words != own
-                  for t in key_terms(words, locale, fallback=False)}
-        query = [t for t in dict.fromkeys([*terms, *subject_terms]) if t.lower() not in others or t in terms]
-        words = tuple(key_terms(own or sub, locale, fallback=False)) or (sub,)
-        out.append(Aspect(title[:200], " ".join(query)[:400], words))
-    return out[:4]
-
-
-def _aspect_of(question: str, locale: str, step: PlanStep) -> Aspect | None:
-    """The part of the question a step researches (its title is the part's), or None."""
-    return next((a for a in question_aspects(question, locale) if a.title == step.title), None)
+__all__ = ["FACETS", "Aspect", "Facet", "_aspect_of", "is_small_talk", "question_aspects", "question_facets"]

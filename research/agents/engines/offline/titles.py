@@ -3,7 +3,8 @@ two things the question asks about, never inside a "when …", "if …" clause (
 
 "What decides a file's type when glob patterns and magic numbers disagree?" asks one thing: split at its
 "and" it became "What decides a file's type when glob patterns" and "… when glob magic numbers disagree".
-Such a split is undone here, after the plan is made, so the engine's own part-finding stays as it is.
+Such a split is undone here, after the plan is made. Since issue 32 the engine's part-finding (parts.py)
+no longer splits inside a clause, so this is a safety net for plans that still hold such fragments.
 No Django, no imports from the engine (it calls this): plain functions over the plan's steps.
 """
 

@@ -1,0 +1,480 @@
+"""The parts of a question that asks several things, split by meaning (issue 32, docs/offline-engine.md).
+
+Each part is a complete question that names the subject, in the question's language:
+
+- two clauses that each ask something are two parts, the subject carried into the second
+  ("What does X cost, and what would make it cheaper?" → "What would make X cheaper";
+  "数据中心的耗电量有多大，如何降低？" → "数据中心如何降低耗电量");
+- a list of asked attributes of one subject is one part per attribute, each naming the subject
+  ("What are the costs, risks and benefits of X?", "钠离子电池的成本和性能如何？");
+- "and"/和 inside one phrase never splits: years, numbers, names and places, the objects of one
+  preposition ("in 2021 and 2022", "the US and Canada", "2021年和2022年"), a comparison ("How does X
+  compare with Y?", "X和Y相比如何"), the subject of a yes/no question ("Do retries and backoff help?"),
+  anything inside a "when …"/"if …" clause.
+
+When in doubt a question stays whole: one part that answers everything beats a fragment that asks
+nothing. No part is ever cut between its subject and its verb. Plain functions, no model, no Django.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from research import textre
+from research.agents.engines.offline.titles import SUBORDINATORS
+from research.agents.text import STOPWORDS_EN, detect_locale, is_chinese, key_terms
+from research.agents.types import PlanStep
+
+MAX_PARTS = 4
+
+
+@dataclass(frozen=True)
+class Aspect:
+    """One part of a question that asks several things ("… production and safety?")."""
+
+    title: str  # the part as a complete question in the question's language, without its final "?"
+    query: str  # its own key terms plus the subject's, for the step's search
+    words: tuple[str, ...]  # the words that tell this part from the others
+
+
+# ---------------------------------------------------------------- English
+
+_WH = frozenset("what how why which who whom whose when where".split())
+_AUX = frozenset("do does did is are was were can could will would should shall may might must has have had".split())
+_DO_AUX = _AUX - frozenset("is are was were".split())  # their subject is followed by a bare verb
+_PREP = frozenset(
+    "of in on at for from with across among amongst between during by over under into onto within without per "
+    "versus vs vs. via about through throughout around near against beyond".split()
+)
+_COMPARE = frozenset("compare compares compared comparing comparison versus vs vs. differ differs difference "
+                     "differences between than both either neither".split())
+# Heads that name what is asked, not the subject: "the main obstacles to X" is about X.
+_ASKED_HEADS = frozenset(
+    "obstacle obstacles barrier barriers challenge challenges cost costs price prices risk risks benefit benefits "
+    "advantage advantages disadvantage disadvantages pros cons impact impacts effect effects cause causes driver "
+    "drivers share role future state status limit limits problem problems outlook prospects size growth use uses "
+    "main key biggest major latest current".split()
+)
+_PRONOUNS = frozenset(("it", "they", "them"))
+_DETERMINERS = frozenset("the a an its their this these those my your our his her".split())
+_POSSESSIVES = frozenset(("its", "their"))
+_TOKEN = textre.compile(r"\d[\d,.]*\d|[^\s,;?!]+|[,;?!]")
+_PUNCT = frozenset(",;?!")
+
+
+def _is_stop(word: str) -> bool:
+    return word.lower() in STOPWORDS_EN or word in _PUNCT
+
+
+def _asks(tokens: list[str]) -> bool:
+    """A clause that asks something: opens with a question word or an auxiliary, and has a topic word."""
+    return bool(tokens) and tokens[0].lower() in _WH | _AUX and any(not _is_stop(t) for t in tokens[1:])
+
+
+def _en_clauses(text: str) -> list[list[str]]:
+    """The clauses of an English question, as tokens: at ";" and "?", and at ","/"and"/"but"/"or"
+    before a question word or an auxiliary ("…, and what would…"). A piece that asks nothing
+    ("In 2023, …") stays with its neighbour."""
+    tokens = _TOKEN.findall(text)
+    pieces: list[list[str]] = [[]]
+    i = 0
+    while i < len(tokens):
+        tok, low = tokens[i], tokens[i].lower()
+        if tok in (";", "?", "!"):
+            pieces.append([])
+        elif tok == "," or (low in ("and", "but", "or") and pieces[-1]):
+            j = i + 1
+            while j < len(tokens) and tokens[j].lower() in ("and", "but", "or"):
+                j += 1
+            nxt = tokens[j].lower() if j < len(tokens) else ""
+            if nxt in _WH or (nxt in _AUX and low != ","):
+                pieces.append([])
+                i = j
+                continue
+            pieces[-1].append(tok)
+        else:
+            pieces[-1].append(tok)
+        i += 1
+    clauses: list[list[str]] = []
+    pending: list[str] = []
+    for piece in (p for p in pieces if p):
+        if _asks(piece):
+            clauses.append([*pending, *([","] if pending else []), *piece])
+            pending = []
+        else:
+            pending = [*pending, *([","] if pending else []), *piece]
+    if pending:
+        if clauses:
+            clauses[-1] += [",", *pending]
+        else:
+            clauses.append(pending)
+    return clauses
+
+
+def _join(tokens: list[str]) -> str:
+    out = ""
+    for tok in tokens:
+        out += tok if (tok in _PUNCT or not out) else f" {tok}"
+    return out
+
+
+def _aux_at(tokens: list[str]) -> int:
+    """Where the auxiliary of an inverted question is ("How much does …" → 2), or -1."""
+    if len(tokens) > 1 and tokens[0].lower() in ("which", "what", "whose") and not _is_stop(tokens[1]):
+        return -1  # "Which companies are …", "What limits …": the question word's phrase is the subject
+    for i, tok in enumerate(tokens[:4]):
+        if tok.lower() in _AUX:
+            return i
+        if i and tok.lower() not in _WH and not tok.isalpha():
+            break
+    return -1
+
+
+def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
+    """The run of topic words from `start` (after determiners), and where it ends."""
+    while start < len(tokens) and _is_stop(tokens[start]):
+        start += 1
+    end = start
+    while end < len(tokens) and not _is_stop(tokens[end]):
+        end += 1
+    return tokens[start:end], end
+
+
+def _en_subject(tokens: list[str]) -> str:
+    """The subject of the first clause: what a later "it"/"its" stands for."""
+    aux = _aux_at(tokens)
+    if aux >= 0:
+        phrase, end = _noun_phrase(tokens, aux + 1)
+        verb_last = tokens[aux].lower() in _DO_AUX or bool(phrase) and phrase[-1].lower().endswith(("ing", "ed"))
+        if len(phrase) >= 2 and verb_last:
+            phrase = phrase[:-1]  # "What does green hydrogen cost", "Why are egg prices rising": not the verb
+    else:  # "What limits X …", "Which companies lead the X market": the longest run after the verb
+        runs: list[tuple[list[str], int]] = []
+        # The subject is in the main clause: not after "when"/"if" ("… prices when supply and demand shift").
+        main = next((k for k, t in enumerate(tokens) if k and t.lower() in SUBORDINATORS), len(tokens))
+        i = 1
+        while i < main:
+            run, end = _noun_phrase(tokens[:main], i)
+            if run:
+                runs.append((run[1:] if i == 1 and tokens[1] == run[0] and len(run) > 1 else run, end))
+            i = max(end, i + 1)
+        # The longest run, a later one on a tie; words before numbers ("inflation" before "2021").
+        phrase, end = max(reversed(runs), key=lambda r: (any(w.isalpha() for w in r[0]), len(r[0]))) \
+            if runs else ([], -1)
+        if len(phrase) > 1 and end < len(tokens) and tokens[end].lower() in ("and", "or"):
+            phrase = phrase[:-1]  # "X production and safety": the subject is X
+    listed = 0 <= end < len(tokens) and tokens[end].lower() in (",", "and", "or")
+    if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed):
+        # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
+        at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on")
+                   and k > tokens.index(phrase[-1])), -1)
+        after, _ = _noun_phrase(tokens, at + 1) if at >= 0 else ([], 0)
+        if after:
+            phrase = after
+    return " ".join(t for t in phrase if t not in _PUNCT)
+
+
+def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str) -> list[str]:
+    """A later clause with the subject named: "what would make it cheaper" → "… make X cheaper".
+    "it"/"its" stand for the most recent subject, and a clause that names none of the question's
+    subject gets it added."""
+    if not subject:
+        return tokens
+    possessive = recent + ("'" if recent.endswith("s") else "'s")
+    out: list[str] = []
+    for tok in tokens:
+        low = tok.lower()
+        out.append(recent if low in _PRONOUNS else possessive if low in _POSSESSIVES else tok)
+    if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:
+        out += ["for", *subject.split()]  # "and who leads?" → "who leads for X"
+    return out
+
+
+def _left_run(tokens: list[str], k: int) -> tuple[int, int]:
+    """The run of topic words that ends just before index k: (start, k)."""
+    start = k
+    while start > 0 and not _is_stop(tokens[start - 1]):
+        start -= 1
+    return start, k
+
+
+def _en_list(tokens: list[str]) -> list[list[str]] | None:
+    """One clause per asked attribute ("the costs, risks and benefits of X"), or None to keep it whole."""
+    lows = [t.lower() for t in tokens]
+    if _COMPARE & set(lows):
+        return None  # a comparison is one part: both sides belong in one answer
+    for k, low in enumerate(lows):
+        if low not in ("and", "or") or k == 0:
+            continue
+        if SUBORDINATORS & set(lows[1:k]):
+            return None  # "… when A and B disagree": the "and" is inside a clause
+        # The right item: topic words up to a preposition, a stopword or the end.
+        r_end = k + 1
+        while r_end < len(tokens) and not _is_stop(tokens[r_end]):
+            r_end += 1
+        right = tokens[k + 1 : r_end]
+        if not 1 <= len(right) <= 3:
+            continue
+        if r_end < len(tokens) and lows[r_end] in _DETERMINERS:
+            return None  # "install X and configure the broker": two verbs with their objects, one task
+        aux = _aux_at(tokens)
+        # The left items: comma-separated runs back from the "and" ("costs , risks and").
+        items: list[tuple[int, int]] = []
+        start, end = _left_run(tokens, k - (1 if tokens[k - 1] == "," else 0))
+        items.append((start, end))
+        while start >= 2 and tokens[start - 1] == ",":
+            s, e = _left_run(tokens, start - 1)
+            if s == e:
+                break
+            items.append((s, e))
+            start = s
+        first_start, first_end = items[-1]
+        run_len = first_end - first_start
+        inverted_end = aux >= 0 and r_end == len(tokens) and aux < first_start
+        if inverted_end and tokens[first_start - 1].lower() != "to" and run_len <= len(right) + 1:
+            return None  # "Do automatic retries and backoff help?": the last word is the verb
+        after_det = first_start > 0 and lows[first_start - 1] in ("the", "a", "an")
+        if len(items) == 1:
+            if run_len < len(right) or (run_len == len(right) and first_start > 0 and not after_det
+                                        and lows[first_start - 1] != "to"):
+                return None  # nothing left for the verb: the coordination is the clause's subject
+            if not (after_det and run_len <= 3):  # "the side effects and costs": the whole noun phrase
+                items = [(first_end - len(right), first_end)]
+        else:  # the first item of a list is as long as the next one ("X production, cost and safety")
+            nxt = items[-2][1] - items[-2][0]
+            items[-1] = (max(first_start, first_end - nxt), first_end)
+        items.reverse()
+        head_end = items[0][0]
+        if head_end == 0:
+            return None  # "costs, risks and benefits of X": no words that ask, so no question to share
+        if lows[head_end - 1] in _PREP:
+            return None  # "in 2021 and 2022", "for lithium and cobalt": one scope
+        words = [*[tokens[s:e] for s, e in items], right]
+        if any(any(c.isdigit() for c in w) or w[:1].isupper() for item in words for w in item):
+            return None  # years, numbers, names and places stay together
+        head, tail = tokens[:head_end], tokens[r_end:]
+        return [[*head, *item, *tail] for item in words]
+    return None
+
+
+def _en_parts(text: str) -> tuple[list[tuple[str, str]], str]:
+    """(part, the words that tell it apart) for each part, and the subject."""
+    clauses = _en_clauses(text)
+    if not clauses:
+        return [], ""
+    subject = _en_subject(clauses[0])
+    subject_terms = {t.lower() for t in key_terms(subject, "en-US", fallback=False)}
+    whole: list[list[str]] = [clauses[0]]
+    recent = subject
+    for clause in clauses[1:]:
+        whole.append(_carry(clause, subject, subject_terms, recent))
+        own = _en_subject(clause)
+        if own and not {w.lower() for w in own.split()} & (_PRONOUNS | _POSSESSIVES):
+            recent = own  # "How do heat pumps work, and what do they cost?": "they" are the heat pumps
+    parts: list[tuple[str, str]] = []
+    for clause in whole:
+        queue = [clause]
+        while queue and len(parts) < MAX_PARTS:
+            current = queue.pop(0)
+            split = _en_list(current)
+            if split and len(split) > 1:
+                queue = split + queue
+                continue
+            parts.append((_join(current).strip(" ,"), ""))
+    # What each part alone asks: its terms that not every part shares ("production" | "safety").
+    terms = [key_terms(p, "en-US", fallback=False) for p, _ in parts]
+    common = set.intersection(*({t.lower() for t in ts} for ts in terms)) if terms else set()
+    parts = [(p, " ".join(t for t in ts if t.lower() not in common)
+              or " ".join(t for t in ts if t.lower() not in subject_terms))
+             for (p, _), ts in zip(parts, terms, strict=True)]
+    return parts, subject
+
+
+# ---------------------------------------------------------------- Chinese
+
+_ZH_CLAUSE = textre.compile(r"[，,；;？?！!。]")
+_ZH_AND = textre.compile(r"以及|和|及|与|跟|、")
+_ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万亿])+(?:年|月|日|号|%|％)")
+# Markers that make a clause ask something, and, the same, where a clause's shared ask begins.
+_ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多", "有何", "如何", "怎样", "怎么样", "怎么", "多少",
+           "多大", "多快", "多高", "多长", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否", "情况", "吗",
+           "呢", "几")
+_ZH_COMPARE = ("相比", "比较", "对比", "相较", "区别", "差异", "不同", "哪个更", "孰")
+_ZH_LEAD = ("如何", "怎样", "怎么", "为何", "为什么", "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何",
+            "有哪些")
+_ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
+                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "有多")
+_ZH_PRONOUNS = ("它们", "它", "其", "该")
+_ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 涉及, 波及 … 参与, 给与: one word
+# A later clause that opens with a verb or a time word continues the first clause's phrase.
+_ZH_VERB_OR_TIME = ("面临", "存在", "需要", "受到", "有", "是", "在", "会", "能", "将", "对", "要", "应", "可以",
+                    "可能", "还", "未来", "今后", "将来", "目前", "现在", "近年")
+_ZH_STATE = ("的发展现状", "发展现状", "现状", "情况", "状况", "的")
+
+
+def _zh_asks(clause: str) -> bool:
+    return any(m in clause for m in (*_ZH_ASK, *_ZH_COMPARE))
+
+
+def _zh_ask_start(clause: str, after: int) -> int:
+    """Where the clause's shared ask begins after `after`: "…的产能和价格情况如何" → at 情况;
+    for a comparison, at the coordinator that introduces the other side ("与锂电池相比如何")."""
+    cmp_at = min((clause.find(w, after) for w in _ZH_COMPARE if clause.find(w, after) >= 0), default=-1)
+    if cmp_at >= 0:
+        sides = [m.start() for m in _ZH_AND.finditer(clause) if after <= m.start() < cmp_at]
+        return sides[-1] if sides else cmp_at
+    return min((clause.find(m, after) for m in _ZH_ASK if clause.find(m, after) >= 0), default=len(clause))
+
+
+def _zh_subject(clause: str) -> tuple[str, str]:
+    """(subject, the attribute asked about): "数据中心的耗电量有多大" → (数据中心, 耗电量)."""
+    ask = _zh_ask_start(clause, 0)
+    cut = clause.rfind("的", 0, ask)
+    if cut > 0:
+        attr = _ZH_AND.split(clause[cut + 1 : ask])[0]
+        return clause[:cut], attr
+    end = min((clause.find(w) for w in _ZH_SUBJECT_END if clause.find(w) > 0), default=len(clause))
+    return clause[:end], ""
+
+
+def _zh_items(region: str) -> list[str]:
+    """The region cut at 和/及/与/、/以及, except where 及/与 end a word (普及, 涉及, 参与)."""
+    items: list[str] = []
+    start = 0
+    for match in _ZH_AND.finditer(region):
+        if match.group() in ("及", "与") and region[match.start() - 1 : match.start()] in _ZH_WORD_BEFORE_AND:
+            continue
+        items.append(region[start : match.start()])
+        start = match.end()
+    return [*items, region[start:]]
+
+
+def _zh_list(clause: str) -> list[str] | None:
+    """One part per asked attribute ("X的A和B如何" → "X的A如何", "X的B如何"), or None to keep it whole."""
+    ask = _zh_ask_start(clause, 0)
+    cut = clause.rfind("的", 0, ask)
+    if cut <= 0:
+        return None  # a coordination in the subject ("中国和美国…", "X和Y相比"): one part
+    # The region after 的 up to the ask; a comparison's other side belongs to the ask.
+    ask = _zh_ask_start(clause, cut + 1)
+    items = _zh_items(clause[cut + 1 : ask])
+    if len(items) < 2 or any(len(i) < 2 for i in items):
+        return None  # a one-character piece is a word cut at 及/与 (普及, 参与), not an attribute
+    if any(_ZH_DIGIT.search(i) or any(c.isdigit() for c in i) for i in items):
+        return None  # "2021年和2022年": coordinated dates stay together
+    head, tail = clause[: cut + 1], clause[ask:].removeprefix("分别") or "如何"  # "分别" (each) asks of a list
+    return [f"{head}{item}{tail}" for item in items]
+
+
+def _zh_phrase(clause: str) -> str:
+    """What the first clause asks about, as a phrase: "中国的AI芯片产业现状如何" → 中国的AI芯片产业."""
+    phrase = clause[: _zh_ask_start(clause, 0)]
+    for state in _ZH_STATE:
+        phrase = phrase.removesuffix(state)
+    return phrase
+
+
+def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
+    """A later clause with the subject named: "如何降低" → "数据中心如何降低耗电量"."""
+    if not subject or subject in clause:
+        return clause
+    if clause.startswith(_ZH_VERB_OR_TIME) and phrase:
+        return f"{phrase}{clause}"  # "面临哪些挑战" → "中国的AI芯片产业面临哪些挑战"
+    for pronoun in _ZH_PRONOUNS:
+        if clause.startswith(pronoun):
+            rest = clause[len(pronoun) :]
+            joint = "" if rest.startswith(("的", *_ZH_LEAD)) or pronoun in ("它", "它们") else "的"
+            return f"{subject}{joint}{rest}"
+    if clause.startswith(_ZH_LEAD):
+        lead = next(w for w in sorted(_ZH_LEAD, key=len, reverse=True) if clause.startswith(w))
+        rest = clause[len(lead) :]
+        for ask in _ZH_ASK:
+            rest = rest.removesuffix(ask)
+        bare_verb = len(rest) <= 2 and attr and attr not in clause
+        return f"{subject}{clause}{attr if bare_verb else ''}"
+    return f"{subject}的{clause}"
+
+
+def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
+    pieces = [p.strip() for p in _ZH_CLAUSE.split(text) if p.strip()]
+    clauses: list[str] = []
+    pending = ""
+    for piece in pieces:
+        if _zh_asks(piece):
+            clauses.append(f"{pending}，{piece}" if pending else piece)
+            pending = ""
+        else:
+            pending = f"{pending}，{piece}" if pending else piece
+    if pending:
+        if clauses:
+            clauses[-1] += f"，{pending}"
+        else:
+            clauses.append(pending)
+    if not clauses:
+        return [], ""
+    subject, attr = _zh_subject(clauses[0])
+    if len(subject) < 2 or _zh_asks(subject):
+        subject, attr = "", ""  # no subject to carry: later clauses stay as they are
+    phrase = _zh_phrase(clauses[0]) if subject else ""
+    whole = [clauses[0]] + [_zh_carry(c, subject, attr, phrase) for c in clauses[1:]]
+    parts: list[tuple[str, str]] = []
+    for clause in whole:
+        split = _zh_list(clause)
+        for sub in split or [clause]:
+            if len(parts) < MAX_PARTS:
+                parts.append((sub, _zh_own(sub, subject)))
+    return parts, subject
+
+
+def _zh_own(part: str, subject: str) -> str:
+    """What a Chinese part asks besides its subject: its terms with the subject and ask words taken out."""
+    rest = part.replace(subject, " ", 1) if subject else part
+    for word in sorted((*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些"), key=len, reverse=True):
+        rest = rest.replace(word, " ")
+    return " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False))
+
+
+# ---------------------------------------------------------------- both
+
+
+def question_aspects(question: str, locale: str) -> list[Aspect]:
+    """The parts of a question that asks several things; [] for a one-part question (the planner
+    then uses the question's facets). See the module's docstring for what splits and what does not."""
+    text = " ".join(question.split()).strip().rstrip("?？!！.。 ")
+    if not text:
+        return []
+    zh = is_chinese(locale) or detect_locale(text) == "zh-CN"
+    # English rules read ASCII punctuation: NFKC makes "？" "?" and "，" ",".
+    parts, subject = _zh_parts(text) if zh else _en_parts(unicodedata.normalize("NFKC", text))
+    unique: dict[str, tuple[str, str]] = {}
+    for part, own in parts:
+        if any(c.isalnum() for c in part):
+            unique.setdefault(part.lower(), (part, own))  # a part said twice is one part
+    parts = list(unique.values())
+    if len(parts) < 2:
+        return []
+    lang = "zh-CN" if zh else "en-US"
+    subject_terms = key_terms(subject, lang, fallback=False) if subject else key_terms(question, lang)
+    out: list[Aspect] = []
+    queries: set[str] = set()
+    for title, own in parts:
+        title = title[:1].upper() + title[1:]
+        words = tuple(own.split()) or tuple(key_terms(title, lang, fallback=False)) or (title,)
+        # Chinese key terms are runs between question words ("成本与锂电池相比"): the part's own words
+        # and the subject make the better query there; English adds the part's other words.
+        title_terms = [] if zh else key_terms(title, lang, fallback=False)
+        mine = {t.lower() for t in [*own.split(), *title_terms]}
+        siblings = {w.lower() for _, o in parts if o != own for w in o.split()} - mine
+        terms = [t for t in [*own.split(), *subject_terms, *title_terms] if t.lower() not in siblings]
+        query = " ".join(dict.fromkeys(terms))
+        if query.lower() in queries:  # siblings never search the same words
+            query = f"{query} {title}"
+        queries.add(query.lower())
+        out.append(Aspect(title[:200], query[:400], words))
+    return out
+
+
+def _aspect_of(question: str, locale: str, step: PlanStep) -> Aspect | None:
+    """The part of the question a step researches (its title is the part's), or None."""
+    return next((a for a in question_aspects(question, locale) if a.title == step.title), None)
