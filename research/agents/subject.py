@@ -323,6 +323,11 @@ def _mentions(subject: Subject, page: _Page) -> tuple[int, Term | None]:
 def page_about(subject: Subject, title: str, text: str) -> Verdict:
     """Whether a page is about the subject: its specific term is in the title or the lead, or named more
     often than any other specific word, never a passing mention (see the module doc)."""
+    from research.agents.scope import scope_verdict  # scope builds on this module's words
+
+    gate = scope_verdict(subject.question, subject.locale, title, text)
+    if gate is not None:
+        return gate  # another kind, thing or place than the question's (a near miss)
     if not subject.specific:
         return Verdict(True, "the question names no specific term")
     page = _page(title, text)

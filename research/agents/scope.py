@@ -1,0 +1,120 @@
+"""The question's scope: which thing, of which kind, where — the gate that turns away near-miss pages.
+
+Near-miss pages share a question's words and change one thing in its subject: the kind of the thing
+(lithium-sulfur for solid-state batteries, 钾离子 for 钠离子电池, 电动自行车 for 电动汽车充电桩), the thing
+of that kind (a solid-state *drive*, green *ammonia*), or the place (日本抽水蓄能 for a question on China).
+Frequency alone cannot see these: "solid", "state" and "battery" are all common words. So the subject
+phrase of the question (its noun phrase, from the parts analysis) is read as a compound — a head (the
+last word) and its modifiers, with the attribute nouns the question asks about (cost, 产能, production)
+taken off — and a page's title is checked against it:
+
+- the head is in the title but a modifier is not, and a rare word stands where the modifier would
+  (just before the head): another kind of the thing;
+- a modifier is in the title but the head is in neither the title nor the lead: another thing;
+- the question names a place and the title names another one, not the question's: another place.
+
+Only same-script pages are judged (a Chinese question over English pages is left to the search).
+Anything else returns None: the subject model (research/agents/subject.py) decides.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from research import scripts
+from research.agents import subject as S
+
+# Attribute nouns: what a question asks *about* its subject, never the subject itself. A closed class
+# (like stop words), so a list: frequency cannot tell "production" from "battery".
+_ASPECTS_EN = frozenset(S._norm(w) for w in (
+    "limit", "limits", "cost", "costs", "price", "prices", "production", "mass", "safety", "efficiency",
+    "efficient", "market", "growth", "number", "obstacle", "obstacles", "challenge", "challenges",
+    "recycling", "use", "usage", "impact", "effect", "effects", "future", "outlook", "status", "progress",
+    "performance", "capacity", "output", "demand", "supply", "risk", "risks", "benefit", "benefits",
+))
+_ASPECTS_ZH = frozenset((
+    "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
+    "规模", "影响", "效果", "进展", "前景", "市场", "问题", "风险", "进度", "应用", "出口", "进口", "产量",
+))
+_MODIFIER_RARE = 4.5  # a word before the head rarer than this names a kind (sulfur 3.3, 电动自行车), not "public"
+
+
+def _content_words(text: str) -> list[tuple[str, str]]:
+    return [(S._norm(w), lang) for w, lang in S._raw_words(text) if S._wordlike(w) and not S._function_word(w, lang)]
+
+
+@lru_cache(maxsize=512)
+def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
+    """The subject compound's words (modifiers…, head) without attribute nouns, and its script."""
+    from research.agents.engines.offline import parts  # the one place that finds a question's subject
+
+    text = " ".join(question.split()).strip().rstrip("?？!！.。")
+    zh = scripts.has_han(text)
+    subject = (parts._zh_parts(text) if zh else parts._en_parts(text))[1]
+    if not subject:
+        return (), "zh" if zh else "en"
+    aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
+    out = [w for w, _ in _content_words(subject) if w not in aspects and not _place(w, zh)]
+    return tuple(dict.fromkeys(out)), "zh" if zh else "en"
+
+
+@lru_cache(maxsize=4096)
+def _place(word: str, zh: bool) -> bool:
+    if not zh:
+        return False
+    import jieba.posseg as posseg
+
+    S._quiet_jieba()
+    return any(flag == "ns" and w == word for w, flag in posseg.cut(word))
+
+
+@lru_cache(maxsize=1024)
+def _places(text: str) -> frozenset[str]:
+    """Place names in a Chinese text (jieba's part-of-speech tags)."""
+    if not scripts.has_han(text):
+        return frozenset()
+    import jieba.posseg as posseg
+
+    S._quiet_jieba()
+    return frozenset(w for w, flag in posseg.cut(text) if flag == "ns" and len(w) >= 2)
+
+
+def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdict | None:
+    """A near-miss verdict from the title (see the module doc), or None where the title does not decide."""
+    words, script = _phrase(question, locale)
+    if not words or not title.strip() or (script == "zh") != scripts.has_han(title):
+        return None
+    page = S._page(title, text)
+    title_seq = [w for w, _ in _content_words(title)]
+    head, modifiers = words[-1], words[:-1]
+    if script == "zh":
+        asked, named = _places(question), _places(title)
+        if asked and named and not (asked & named):
+            return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
+    if page.in_title(head):
+        missing = [m for m in modifiers if not page.in_title(m)]
+        if missing:
+            before = _word_before(title_seq, head, script)
+            if before and before not in words and S.zipf(before, script) < _MODIFIER_RARE:
+                return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
+        return None
+    if page.in_lead(head):
+        return None
+    if any(page.in_title(m) for m in modifiers):
+        return S.Verdict(False, f"its title names {'/'.join(m for m in modifiers if page.in_title(m))} "
+                                f"but not {head}")
+    # Neither the thing nor its kind up front, the question's attribute words in the title: the same
+    # question asked of something else ("中国储能电芯的产能和价格情况" for 光伏组件).
+    aspects = _ASPECTS_ZH if script == "zh" else _ASPECTS_EN
+    if any(w in aspects for w in title_seq) and not page.hits(head):
+        return S.Verdict(False, f"its title asks the question of something else, never naming {head}")
+    return None
+
+
+def _word_before(seq: list[str], head: str, script: str) -> str:
+    for i, w in enumerate(seq):
+        if w == head or (script == "zh" and head in w):
+            if script == "zh" and w != head and w.endswith(head) and len(w) > len(head):
+                return w[: -len(head)]  # 钾离子电池 segmented whole: the kind is its front
+            return seq[i - 1] if i > 0 else ""
+    return ""
