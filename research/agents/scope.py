@@ -36,7 +36,10 @@ _ASPECTS_ZH = frozenset((
     "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
     "规模", "影响", "效果", "进展", "前景", "市场", "问题", "风险", "进度", "应用", "出口", "进口", "产量",
 ))
-_MODIFIER_RARE = 4.5  # a word before the head rarer than this names a kind (sulfur 3.3, 电动自行车), not "public"
+_MODIFIER_RARE = 4.5
+# A head this common (power 5.5, energy 5.2) is often left out ("rooftop solar" is solar power), so a title
+# naming only the kind is not another thing; battery (4.5) or 电池 (4.4) is not left out that way.
+_HEAD_SPECIFIC = 5.0  # a word before the head rarer than this names a kind (sulfur 3.3, 电动自行车), not "public"
 
 
 def _content_words(text: str) -> list[tuple[str, str]]:
@@ -94,27 +97,36 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     if page.in_title(head):
         missing = [m for m in modifiers if not page.in_title(m)]
         if missing:
-            before = _word_before(title_seq, head, script)
+            before = _word_before(title_seq, head, script, words)
             if before and before not in words and S.zipf(before, script) < _MODIFIER_RARE:
                 return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
+            absent = [m for m in missing if not page.hits(m)]
+            if script == "en" and absent and before and before not in words:
+                # "white hydrogen" for green hydrogen: a kind named up front, the question's never at all.
+                return S.Verdict(False, f"its title is about {before} {head}; it never says {' '.join(absent)}")
         return None
-    if page.in_lead(head):
+    if page.in_lead(head) and page.hits(head) >= 2:
         return None
-    if any(page.in_title(m) for m in modifiers):
+    if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
         return S.Verdict(False, f"its title names {'/'.join(m for m in modifiers if page.in_title(m))} "
                                 f"but not {head}")
     # Neither the thing nor its kind up front, the question's attribute words in the title: the same
     # question asked of something else ("中国储能电芯的产能和价格情况" for 光伏组件).
     aspects = _ASPECTS_ZH if script == "zh" else _ASPECTS_EN
-    if any(w in aspects for w in title_seq) and not page.hits(head):
+    if any(w in aspects for w in title_seq) and not page.hits(head) and not any(page.in_title(m) for m in modifiers):
         return S.Verdict(False, f"its title asks the question of something else, never naming {head}")
     return None
 
 
-def _word_before(seq: list[str], head: str, script: str) -> str:
+def _word_before(seq: list[str], head: str, script: str, words: tuple[str, ...] = ()) -> str:
+    """The word that stands where the question's kind would, before the head and the question's own
+    modifiers ("cadmium" of "cadmium solar cells" for perovskite solar cells), or ''."""
     for i, w in enumerate(seq):
         if w == head or (script == "zh" and head in w):
             if script == "zh" and w != head and w.endswith(head) and len(w) > len(head):
                 return w[: -len(head)]  # 钾离子电池 segmented whole: the kind is its front
-            return seq[i - 1] if i > 0 else ""
+            j = i - 1
+            while j >= 0 and seq[j] in words:
+                j -= 1
+            return seq[j] if j >= 0 else ""
     return ""

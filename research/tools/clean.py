@@ -315,8 +315,9 @@ def _clean_text_once(text: str) -> str:
 
 @functools.cache
 def _md_parser(*, inline: bool) -> Any:
-    from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
+
+    from research.report.markdown import MarkdownIt  # the one home of the Markdown parser
 
     md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
     # Block structure only for the document: inline parsing (emphasis, links) costs 15x more on adversarial

@@ -200,7 +200,9 @@ def test_several_calls_in_one_round_share_the_last_action_slot(llm, fake, scenar
     assert all("at most 6 tool calls per round" in a for a in answers[6:])
     assert sum(llm.count_tokens(a) for a in answers) <= 1_800 * 1.1
     assert any(a.endswith("[… truncated]") for a in answers)
-    assert all(a.startswith("Source [") for a in answers[:6])  # each cut at its end, never its head
+    # Each cut at its end, never its head (a near-miss page's subject-check line stays above its source).
+    heads = [a.split("\n", 1)[1] if a.startswith("*Subject check") else a for a in answers[:6]]
+    assert all(h.startswith("Source [") for h in heads)
 
 
 def test_a_chinese_step_gets_the_chinese_round_contract(llm, fake):

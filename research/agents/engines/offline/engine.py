@@ -62,6 +62,7 @@ from research.agents.types import (
     ToolError,
 )
 
+MIN_ON_SUBJECT = 3  # pages on the subject a step reads before its part counts as covered
 
 class OfflineEngine:
     """Implements research.agents.types.Engine with extraction instead of a model."""
@@ -299,8 +300,13 @@ class OfflineEngine:
                 check = about_subject(ctx.question, locale, quoted or reader.sources)
                 subject = _shared_subject(ctx.question, locale, reader.sources)
                 own = (part_words | hints) - subject if part_words - subject else set()
-                done = not fallback and covered(ranked, shown=self.sentences_per_step, asked=own, kind=kind,
-                                                on_subject=check, sources=reader.sources, words=words)
+                # Wide enough: a near-miss page (rejected by the subject model) is read but is no source,
+                # so the step reads on until enough pages on the subject back its answer.
+                rejected = _source_weights(ctx.question, locale, reader.sources).rejected
+                wide = len(reader.sources) - len(rejected) >= min(self.fetch_per_step, MIN_ON_SUBJECT)
+                done = wide and not fallback and covered(
+                    ranked, shown=self.sentences_per_step, asked=own, kind=kind, on_subject=check,
+                    sources=reader.sources, words=words)
             if done or reader.left() <= 0 or (not reader.pending and not queries and not reader.use_kb):
                 break
             ctx.emit("step.activity", {"kind": "read_more", "reason": read_more_reason(asked, reader.read, zh),

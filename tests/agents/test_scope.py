@@ -1,0 +1,78 @@
+"""The scope gate (research/agents/scope.py): a near-miss page changes one thing in the question's subject
+(its kind, the thing itself, or the place) and is turned away by its title; a page on the subject is not.
+Questions and pages written for these tests (none from the eval corpus)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from research.agents.scope import scope_verdict
+from research.agents.subject import page_about, subject_of
+
+pytestmark = pytest.mark.unit
+
+PEROVSKITE_Q = "How long do perovskite solar cells last outdoors?"
+ON_SUBJECT = ("Perovskite solar cells: how long they last on a roof",
+              "Perovskite solar cells lose output in heat and damp. They last about five years outdoors today, "
+              "and encapsulation adds two more. Their makers aim for twenty years.")
+SILICON = ("How long do silicon solar cells last outdoors?",
+           "Silicon solar cells last 25 to 30 years outdoors and lose about 0.5% of their output a year. "
+           "Perovskite solar cells are newer and less proven.")
+LEDS = ("Perovskite LEDs: how long they glow",
+        "Perovskite light-emitting diodes glow for about 1,000 hours before they dim by half. The LEDs use the "
+        "same crystal as the cells.")
+
+
+def _rejected(question: str, locale: str, page: tuple[str, str]) -> bool:
+    verdict = scope_verdict(question, locale, *page)
+    return verdict is not None and not verdict.about
+
+
+def test_another_kind_of_the_thing_is_turned_away():
+    assert _rejected(PEROVSKITE_Q, "en-US", SILICON)
+    assert not page_about(subject_of(PEROVSKITE_Q, "en-US"), *SILICON).about
+
+
+def test_another_thing_of_the_same_kind_is_turned_away():
+    assert _rejected(PEROVSKITE_Q, "en-US", LEDS)
+
+
+def test_a_page_on_the_subject_is_kept_even_when_it_says_they_after_naming_it_once():
+    assert not _rejected(PEROVSKITE_Q, "en-US", ON_SUBJECT)
+    assert page_about(subject_of(PEROVSKITE_Q, "en-US"), *ON_SUBJECT).about
+
+
+def test_another_place_is_turned_away_in_chinese():
+    question = "中国城际铁路的客流如何？"
+    japan = ("日本城际铁路的客流", "日本城际铁路每天运送乘客约三百万人次，客流集中在东京周边。")
+    china = ("中国城际铁路客流统计", "中国城际铁路去年运送旅客十二亿人次，客流逐年增长。")
+    assert _rejected(question, "zh-CN", japan)
+    assert not _rejected(question, "zh-CN", china)
+
+
+def test_another_kind_is_turned_away_in_chinese():
+    question = "液流电池的成本是多少？"
+    assert _rejected(question, "zh-CN", ("铅酸电池的成本", "铅酸电池每千瓦时成本约五百元，是最便宜的储能电池。"))
+    assert not _rejected(question, "zh-CN", ("液流电池成本下降", "液流电池每千瓦时成本约两千元，寿命长达二十年。"))
+
+
+def test_a_page_in_another_script_is_left_to_the_subject_model():
+    assert scope_verdict("液流电池的成本是多少？", "zh-CN", "The cost of lead-acid batteries", "Lead-acid ...") is None
+
+
+def test_a_title_that_does_not_decide_returns_none():
+    assert scope_verdict(PEROVSKITE_Q, "en-US", "Field notes", "Perovskite solar cells were tested on roofs.") is None
+
+
+KINDS = ["perovskite", "cadmium", "gallium", "germanium", "tellurium", "antimony"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(KINDS), st.sampled_from(KINDS))
+def test_swapping_the_kind_in_the_title_flips_the_verdict(asked: str, titled: str):
+    question = f"How long do {asked} solar cells last outdoors?"
+    page = (f"How long {titled} solar cells last",
+            f"{titled.capitalize()} solar cells last about ten years outdoors. They lose output in heat.")
+    assert _rejected(question, "en-US", page) == (asked != titled)
