@@ -22,7 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from research import scripts
-from research.agents import subject as S
+from research.agents import words as S
 
 # Attribute nouns: what a question asks *about* its subject, never the subject itself. A closed class
 # (like stop words), so a list: frequency cannot tell "production" from "battery".

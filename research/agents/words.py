@@ -1,0 +1,181 @@
+"""The word layer of the subject model (research/agents/subject.py) and its scope gate (scope.py): a
+text's words in order (Chinese segmented by jieba through wordfreq, leftover characters joined back),
+each word's frequency in general text (wordfreq's bundled lists), and a page read once for the
+title, lead and counts the verdicts look at."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+
+from research import scripts, textre
+from research.agents.text import ZH_STOP_PHRASES
+from research.ir import STOP_WORDS, stem
+
+# Zipf frequency (log10 of uses per billion words). Below SPECIFIC a question word names its subject
+# ("seagrass" 2.4, "GLP" 2.3, 城际 3.1, 固态 3.6); at or above it it is general ("carbon" 4.6, "surgery"
+# 4.6, 铁路 5.1). A word of another page counts as a competing subject only when rarer still (RIVAL):
+# "mangrove" 2.9 and "bariatric" 2.6 do, "sediment" 3.4 and "nausea" 3.5 do not.
+SPECIFIC = 4.0
+RIVAL = 3.0
+# A page's own topic words, counted to see what else it is about, are rarer than this.
+_TOPICAL = 5.0
+# Words this common end a term ("of", "how", 的, 中国, 发展): they join no name.
+_FUNCTION = 5.8
+_JOINS = 6.0  # a Chinese character left over by the segmenter under this may belong to a word …
+_RARE_CHAR = 4.5  # … alone, when it is this rare on its own (桩 3.9, 蓄 3.3; not 约 5.6)
+_LEAD_WORDS = 60  # a page's lead: its first words after the title
+_PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba reads ~1 MB/s)
+
+_RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
+_HAS_LETTER = textre.compile(r"\p{L}")
+
+
+@lru_cache(maxsize=1)
+def _quiet_jieba() -> None:
+    """jieba (wordfreq's Chinese segmenter) logs its dictionary loading at DEBUG to stderr on import: not news."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    about: bool
+    why: str
+
+
+@lru_cache(maxsize=65536)
+def zipf(word: str, lang: str) -> float:
+    """How common a word is in general text, from wordfreq's bundled lists (0.0: never seen, so rare)."""
+    from wordfreq import zipf_frequency  # imported late: its data loads on first use
+
+    return float(zipf_frequency(word, lang))
+
+
+def _norm(word: str) -> str:
+    return stem(word) if word.isascii() else word
+
+
+@lru_cache(maxsize=512)
+def _analysed(text: str) -> tuple[tuple[str, ...], dict[str, float]]:
+    """The text's words in order, lower-cased, English ones lightly stemmed: Han runs segmented by jieba
+    (through wordfreq), other runs by wordfreq's Unicode word rules ("GLP-1" is "glp" + "1"); and each
+    word's frequency, that of its commonest spelling in the text ("accelerat" is as common as
+    "accelerated")."""
+    out: list[str] = []
+    freq: dict[str, float] = {}
+    for surface, lang in _raw_words(text):
+        normed = _norm(surface)
+        out.append(normed)
+        freq[normed] = max(freq.get(normed, 0.0), zipf(surface, lang))
+    return tuple(out), freq
+
+
+def words(text: str) -> tuple[str, ...]:
+    return _analysed(text)[0]
+
+
+def _rare_words(text: str, limit: float, skip: frozenset[str]) -> list[str]:
+    """The text's words (in order) rarer than `limit` in general text, other than `skip`."""
+    seq, freq = _analysed(text)
+    return [w for w in seq if w not in skip and _wordlike(w) and freq[w] < limit]
+
+
+def _compounds(segmented: list[str]) -> list[str]:
+    """jieba's dictionary lacks some compounds and leaves characters over (光 + 伏, 风 + 电, 充电 + 桩):
+    content characters (not 的, 和, 在 …) left side by side make one word (光伏), and one left alone that
+    is rare as a word on its own (桩, 蓄; not 约) joins the word before it (充电桩), in the question and the
+    pages alike."""
+    out: list[str] = []
+    loose: list[str] = []
+    prefix = ""  # a rare character with no word before it starts the next word (钠 + 离子, 锂 + 电池)
+
+    def flush() -> str:
+        """Place the characters gathered so far; returns one that must start the next word."""
+        held, rare = list(loose), len(loose) == 1 and zipf(loose[0], "zh") < _RARE_CHAR
+        loose.clear()
+        if len(held) >= 2:
+            out.append("".join(held))  # 光伏, 风电
+        elif rare and out and len(out[-1]) >= 2:
+            out[-1] += held[0]  # 充电桩; not 充电桩约
+        elif rare:
+            return held[0]
+        else:
+            out.extend(held)
+        return ""
+
+    for w in segmented:
+        if len(w) == 1 and scripts.has_han(w) and zipf(w, "zh") < _JOINS:
+            loose.append(w)
+            continue
+        prefix = flush()
+        out.append(prefix + w)
+    prefix = flush()
+    if prefix:
+        out.append(prefix)
+    return out
+
+
+def _raw_words(text: str) -> list[tuple[str, str]]:
+    """(surface word, language) of the text in order, for frequencies (which want the unstemmed word)."""
+    from wordfreq import tokenize as wf_tokenize
+
+    out: list[tuple[str, str]] = []
+    for han, other in _RUN.findall(text):
+        if han:
+            _quiet_jieba()
+            out.extend((w, "zh") for w in _compounds(wf_tokenize(han, "zh")))
+        elif other.strip():
+            out.extend((w, "en") for w in wf_tokenize(other, "en"))
+    return out
+
+
+def _wordlike(word: str) -> bool:
+    """Letters, and in Chinese two characters or more (one character is rarely a name on its own)."""
+    if not _HAS_LETTER.search(word):
+        return False
+    return len(word) >= 2
+
+
+def _function_word(word: str, lang: str) -> bool:
+    if lang == "en":
+        return word in STOP_WORDS or zipf(word, lang) >= _FUNCTION
+    return word in ZH_STOP_PHRASES or zipf(word, lang) >= _FUNCTION
+
+
+@dataclass(frozen=True)
+class _Page:
+    title: str
+    text: str
+    counts: Counter[str]
+    freq: dict[str, float]
+    title_words: frozenset[str]
+    lead: frozenset[str]
+    lead_text: str
+
+    # A Chinese word is counted in the raw text, not among the segmenter's words: jieba cuts the same
+    # word differently in different sentences (公共充电桩约 gave 充电 + 桩约), and 城际 is still never in 城市.
+    def hits(self, word: str) -> int:
+        if scripts.has_han(word):
+            return self.title.count(word) + self.text.count(word)
+        return self.counts.get(word, 0)
+
+    def in_title(self, word: str) -> bool:
+        return word in self.title if scripts.has_han(word) else word in self.title_words
+
+    def in_lead(self, word: str) -> bool:
+        return word in self.lead_text if scripts.has_han(word) else word in self.lead
+
+
+@lru_cache(maxsize=256)
+def _page(title: str, text: str) -> _Page:
+    text = text[:_PAGE_CHARS]
+    head, head_freq = _analysed(title)
+    body, freq = _analysed(text)
+    merged = {w: max(head_freq.get(w, 0.0), freq.get(w, 0.0)) for w in {*head_freq, *freq}}
+    return _Page(title=title, text=text, counts=Counter(head) + Counter(body), freq=merged,
+                 title_words=frozenset(head), lead=frozenset(body[:_LEAD_WORDS]),
+                 lead_text="".join(body[:_LEAD_WORDS]))
