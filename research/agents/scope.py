@@ -14,6 +14,7 @@ taken off — and a page's title is checked against it:
 - the question names a place and the title names another one, not the question's: another place.
 
 Only same-script pages are judged (a Chinese question over English pages is left to the search).
+A title that names the whole compound (head and every modifier, no other place) is about the subject.
 Anything else returns None: the subject model (research/agents/subject.py) decides.
 """
 
@@ -104,7 +105,10 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
             if script == "en" and absent and before and before not in words:
                 # "white hydrogen" for green hydrogen: a kind named up front, the question's never at all.
                 return S.Verdict(False, f"its title is about {before} {head}; it never says {' '.join(absent)}")
-        return None
+            return None
+        # The title names the whole subject, kind and thing (and no other place): it is about it, whatever
+        # the frequency rules would make of a term built from the question's other words.
+        return S.Verdict(True, f"its title names {' '.join(words)}")
     if page.in_lead(head) and page.hits(head) >= 2:
         return None
     if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:

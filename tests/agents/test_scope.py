@@ -76,3 +76,13 @@ def test_swapping_the_kind_in_the_title_flips_the_verdict(asked: str, titled: st
     page = (f"How long {titled} solar cells last",
             f"{titled.capitalize()} solar cells last about ten years outdoors. They lose output in heat.")
     assert _rejected(question, "en-US", page) == (asked != titled)
+
+
+def test_a_title_naming_the_whole_subject_is_about_it_whatever_the_term_rules_say():
+    # The frequency model builds a Chinese term from the question's run (液流电池成本); the title that names
+    # 液流电池 whole is about the subject even where the rest of the page never repeats that run.
+    question = "液流电池的成本是多少？"
+    page = ("液流电池的寿命与成本", "这种电池寿命长达二十年，每千瓦时约两千元。")
+    verdict = scope_verdict(question, "zh-CN", *page)
+    assert verdict is not None and verdict.about
+    assert page_about(subject_of(question, "zh-CN"), *page).about
