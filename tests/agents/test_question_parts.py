@@ -259,3 +259,10 @@ def test_any_text_gives_clean_parts_or_none(text, locale):
         assert "?" not in aspect.title and "？" not in aspect.title and aspect.title.strip()
     assert len({a.query for a in aspects}) == len(aspects)
     assert len({a.title.lower() for a in aspects}) == len(aspects)
+
+
+def test_the_person_asking_is_not_the_subject():
+    # "How do I install Flowq …": the subject carried into the next part is Flowq, never "install".
+    parts = [a.title for a in question_aspects(
+        "How do I set up Quillpad with a Postgres backend, and how much disk does a Quillpad server need?", "en-US")]
+    assert parts == ["How do I set up Quillpad with a Postgres backend", "How much disk does a Quillpad server need"]

@@ -57,6 +57,7 @@ _ASKED_HEADS = frozenset(
     "main key biggest major latest current".split()
 )
 _PRONOUNS = frozenset(("it", "they", "them"))
+_ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
 _DETERMINERS = frozenset("the a an its their this these those my your our his her".split())
 _POSSESSIVES = frozenset(("its", "their"))
 _TOKEN = textre.compile(r"\d[\d,.]*\d|[^\s,;?!]+|[,;?!]")
@@ -144,7 +145,10 @@ def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
 def _en_subject(tokens: list[str]) -> str:
     """The subject of the first clause: what a later "it"/"its" stands for."""
     aux = _aux_at(tokens)
-    if aux >= 0:
+    if aux >= 0 and aux + 2 < len(tokens) and tokens[aux + 1].lower() in _ASKERS:
+        # "How do I install Flowq …": the asker is no subject; the object of the verb after it is.
+        phrase, end = _noun_phrase(tokens, aux + 3)
+    elif aux >= 0:
         phrase, end = _noun_phrase(tokens, aux + 1)
         verb_last = tokens[aux].lower() in _DO_AUX or bool(phrase) and phrase[-1].lower().endswith(("ing", "ed"))
         if len(phrase) >= 2 and verb_last:
