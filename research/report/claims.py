@@ -67,31 +67,36 @@ class Verdict(BaseModel):
     supported: bool
 
 
-def model_judge(llm: ChatModel, locale: str, *, max_calls: int = 20) -> Judge:
-    """A judge backed by the model (an LLMClient): asked only for claims the lexical test could not
-    pass or could not score, at most `max_calls` times per report. A failed or unusable answer is
-    "cannot tell", so the lexical verdict stands."""
+def _capped_question(llm: ChatModel, prompt: str, locale: str, schema: type[BaseModel], field: str, *,
+                     agent: str, max_calls: int) -> Callable[[str], bool | None]:
+    """Ask the model one yes/no question (the user message) under the prompt `prompt`, at most `max_calls`
+    times; a failed or unusable answer, or one past the cap, is None ("cannot tell")."""
     from research.agents.prompts import load_prompt
 
-    system = load_prompt("verifier", locale)
+    system = load_prompt(prompt, locale)
     calls = 0
 
-    def judge(claim: str, passage: str) -> bool | None:
+    def ask(content: str) -> bool | None:
         nonlocal calls
         if calls >= max_calls:
             return None
         calls += 1
-        messages = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": f"## Claim\n{claim}\n\n## Passage\n{passage[:3000]}"},
-        ]
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
         try:
-            return bool(llm.structured(messages, Verdict, agent="verifier", max_attempts=1, max_tokens=50).supported)
+            return bool(getattr(llm.structured(messages, schema, agent=agent, max_attempts=1, max_tokens=50), field))
         except Exception as exc:  # the model is an optional second opinion: any failure means "cannot tell"
-            logger.info("verifier judge unavailable (%s)", exc)
+            logger.info("%s judge unavailable (%s)", agent, exc)
             return None
 
-    return judge
+    return ask
+
+
+def model_judge(llm: ChatModel, locale: str, *, max_calls: int = 20) -> Judge:
+    """A judge backed by the model (an LLMClient): asked only for claims the lexical test could not
+    pass or could not score, at most `max_calls` times per report. A failed or unusable answer is
+    "cannot tell", so the lexical verdict stands."""
+    ask = _capped_question(llm, "verifier", locale, Verdict, "supported", agent="verifier", max_calls=max_calls)
+    return lambda claim, passage: ask(f"## Claim\n{claim}\n\n## Passage\n{passage[:3000]}")
 
 
 class Relevance(BaseModel):
@@ -106,28 +111,9 @@ def model_relevance_judge(llm: ChatModel, locale: str, *, max_calls: int = 10) -
     """A second opinion from the model on cited sentences the subject model found to be about another
     subject (research.agents.subject.claim_about), at most `max_calls` per report; a failed or unusable
     answer is "cannot tell", so the lexical verdict stands."""
-    from research.agents.prompts import load_prompt
-
-    system = load_prompt("relevance", locale)
-    calls = 0
-
-    def judge(question: str, claim: str, passage: str) -> bool | None:
-        nonlocal calls
-        if calls >= max_calls:
-            return None
-        calls += 1
-        messages = [
-            {"role": "system", "content": system},
-            {"role": "user",
-             "content": f"## Question\n{question}\n\n## Sentence\n{claim}\n\n## Passage\n{passage[:3000]}"},
-        ]
-        try:
-            return bool(llm.structured(messages, Relevance, agent="relevance", max_attempts=1, max_tokens=50).about)
-        except Exception as exc:  # an optional second opinion: any failure means "cannot tell"
-            logger.info("relevance judge unavailable (%s)", exc)
-            return None
-
-    return judge
+    ask = _capped_question(llm, "relevance", locale, Relevance, "about", agent="relevance", max_calls=max_calls)
+    return lambda question, claim, passage: ask(
+        f"## Question\n{question}\n\n## Sentence\n{claim}\n\n## Passage\n{passage[:3000]}")
 
 
 @dataclass(frozen=True)
