@@ -152,19 +152,19 @@ def table(result: dict[str, Any]) -> list[tuple[str, str]]:
                                 f"{'linear' if result['linear'] else 'super-linear'}"))
     per = result.get("tokens_per_round")
     if per:
-        lines.append(("tokens/round", " ".join(f"{n:,}" for n in per["prompt_tokens"])
-                      + f" (workspace {per['workspace_token_cap']:,}: round 12 / round 2 = "
-                        f"{per['round12_over_round2']:.2f}, max / round 2 = {per['max_over_round2']:.2f}; "
-                        f"task part {min(per['task_tokens']):,}–{max(per['task_tokens']):,}; "
-                        f"{per['compactions']} compactions, {per['sources_cited']}/{per['sources']} sources cited)"))
-        small = per.get("small_budget")
-        if small:
-            lines.append(("small budget", " ".join(f"{n:,}" for n in small["prompt_tokens"])
-                          + f" (workspace {small['workspace_token_cap']:,}: round 12 / round 2 = "
-                            f"{small['round12_over_round2']:.2f}, max / round 2 = {small['max_over_round2']:.2f}; "
-                            f"{small['compactions']} compactions, {small['sources_cited']}/{small['sources']} "
-                            "sources cited)"))
+        lines.append(("tokens/round", _rounds_text(per, task=True)))
+        if per.get("small_budget"):
+            lines.append(("small budget", _rounds_text(per["small_budget"])))
         lines.append(("replayed", " ".join(f"{n:,}" for n in per["transcript_replay_tokens"])
                       + f" (round {per['rounds']} / round 3 = {per['replay_last_over_third']:.2f}; "
                         f"step total {per['replay_total']:,} against {per['total']:,})"))
     return lines
+
+
+def _rounds_text(run: dict[str, Any], *, task: bool = False) -> str:
+    """One per-round run: its prompt tokens, the budget, the flatness figures, compactions, sources cited."""
+    task_part = f"task part {min(run['task_tokens']):,}–{max(run['task_tokens']):,}; " if task else ""
+    return (" ".join(f"{n:,}" for n in run["prompt_tokens"])
+            + f" (workspace {run['workspace_token_cap']:,}: round 12 / round 2 = {run['round12_over_round2']:.2f}, "
+              f"max / round 2 = {run['max_over_round2']:.2f}; {task_part}"
+              f"{run['compactions']} compactions, {run['sources_cited']}/{run['sources']} sources cited)")
