@@ -6,7 +6,6 @@ Times are ratios to a plain input of the same size measured in this process, nev
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -19,18 +18,12 @@ from research.knowledge.extract import DocumentRejected, extract_document
 from research.render.budgets import render_cost, spoken_line
 from research.render.pdf import TOC_MAX_ENTRIES, build_pdf_html
 from research.render.podcast_script import podcast_script_from_markdown
+from tests.support.costs import cost as _cost
 
 RATIO = 10.0
 PLAIN_P = "<p>The market grew 12% in 2024, driven by demand; analysts expect more.</p>\n"
 
 
-def _cost(func: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _html(body: str) -> bytes:

@@ -21,6 +21,7 @@ from research.jobs.models import JobEvent, JobStatus, ReportEditCheck, ResearchJ
 from research.jobs.models import OutputStatus as Status
 from research.jobs.units import edit_check
 from research.report.check import report_check
+from tests.support.costs import cost as _cost
 from tests.support.procs import AsgiServer
 
 PLAIN = "The market grew 12% in 2024 [4], driven by demand (see Table 2); analysts expect more.\n"
@@ -43,13 +44,6 @@ def _plain(size: int) -> str:
     return body[: size - len(REFS)] + REFS
 
 
-def _cost(func: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 @pytest.mark.parametrize("payload", list(PAYLOADS))

@@ -6,12 +6,12 @@ upload of the same size measured in this process.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
 
 from research.knowledge.extract import extract_document, markdown_title
+from tests.support.costs import cost as _cost
 
 PLAIN = "Heat pumps move heat instead of making it, so they use less energy than a boiler.\n"
 ATTACKS: dict[str, Callable[[int], str]] = {
@@ -23,13 +23,6 @@ ATTACKS: dict[str, Callable[[int], str]] = {
 }
 
 
-def _cost(func: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 @pytest.mark.parametrize("size", [6_000, 500_000])
