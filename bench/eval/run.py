@@ -8,15 +8,16 @@ Starts the benchmark stack (bench/harness.py: SQLite, embedded Redis, a real Cel
 the evaluation corpus (bench/eval/pages) as the web search provider and site, runs every question
 as a job with each engine, scores the final reports (bench/eval/metrics.py), prints a table and
 writes the `eval` section of bench/results.json (other sections are kept): per engine row of
-bench/eval/engines.json and per split, `eval.<row>.<split>` (dev, test, holdout, unseen), each with
+bench/eval/engines.json and per split, `eval.<row>.<split>` (dev, test, holdout, unseen, blind), each with
 recall, support and the share of cited sentences taken from near-miss pages, also per language
 (`eval.<row>.<split>.by_language.{en,zh}`).
 
-Splits: `dev` is tuned on, `test` is held out, `holdout` was written after the heavy-mode tuning and
-`unseen` (bench/eval/questions_fresh.json) was written by someone who never read the engine code; both
-are run only for final readings. A plain run (`--split all`) runs dev and test; holdout and unseen run
-only when named (`--split holdout`, `--split unseen`, or `--split final` for every split). Every run
-that reads test, holdout or unseen questions appends one line to bench/eval/readings.log (tracked).
+Splits: `dev` is tuned on, `test` is held out, `holdout` was written after the heavy-mode tuning,
+`unseen` (bench/eval/questions_fresh.json) and `blind` (bench/eval/questions_blind.json) were written
+by someone who never read the engine code; these three run only for final readings. A plain run
+(`--split all`) runs dev and test; the others run only when named (`--split holdout|unseen|blind`,
+or `--split final` for every split). Every run that reads test, holdout, unseen or blind questions
+appends one line to bench/eval/readings.log (tracked).
 Questions come from every bench/eval/questions*.json.
 
 The `llm` engine runs against tests/support/fake_llm.py playing tests/support/scenario.py: a
@@ -46,11 +47,11 @@ EVAL_DIR = Path(__file__).resolve().parent
 ENGINES_FILE = EVAL_DIR / "engines.json"
 READINGS_LOG = EVAL_DIR / "readings.log"
 DEFAULT_OUT = ROOT / "bench" / "results.json"
-SPLITS = ("dev", "test", "holdout", "unseen")
-# What `--split all` (and `make eval`) runs: holdout and unseen are only run when named, for final readings.
+SPLITS = ("dev", "test", "holdout", "unseen", "blind")
+# What `--split all` (and `make eval`) runs: holdout, unseen and blind are only run when named, for final readings.
 ROUTINE_SPLITS = ("dev", "test")
 # Reading any of these is logged (READINGS_LOG): only dev may be looked at while tuning.
-LOGGED_SPLITS = ("test", "holdout", "unseen")
+LOGGED_SPLITS = ("test", "holdout", "unseen", "blind")
 LANGUAGES = ("en", "zh")
 STAND_IN = "llm = tests/support/fake_llm.py playing tests/support/scenario.py (a scripted stand-in, not a model)"
 

@@ -42,7 +42,7 @@ def _hits(pages: list, query: str) -> list[str]:
 def test_the_eval_has_dev_test_and_holdout_questions_with_relevant_and_distractor_pages():
     pages = {p.name: p for p in load_pages()}
     questions = load_questions(splits=ORIGINAL_SPLITS)
-    assert eval_run.SPLITS == ("dev", "test", "holdout", "unseen") and {q["split"] for q in questions} == set(
+    assert eval_run.SPLITS == ("dev", "test", "holdout", "unseen", "blind") and {q["split"] for q in questions} == set(
         ORIGINAL_SPLITS)
     assert len(pages) >= 100 and len(questions) >= 36
     assert sum(q["locale"].startswith("zh") for q in questions) * 2 == len(questions)
@@ -173,8 +173,9 @@ def test_scores_count_facts_only_from_the_pages_that_state_them():
 def test_a_plain_run_never_runs_the_holdout_split():
     # `make eval` (--split all) is the routine run; holdout and unseen questions run only when named.
     assert eval_run.splits_for("all") == ("dev", "test") and eval_run.splits_for("holdout") == ("holdout",)
-    assert eval_run.splits_for("final") == ("dev", "test", "holdout", "unseen")
-    assert not [q for q in load_questions(splits=eval_run.splits_for("all")) if q["split"] in ("holdout", "unseen")]
+    assert eval_run.splits_for("final") == ("dev", "test", "holdout", "unseen", "blind")
+    routine = load_questions(splits=eval_run.splits_for("all"))
+    assert not [q for q in routine if q["split"] in ("holdout", "unseen", "blind")]
     assert {q["split"] for q in load_questions(splits=eval_run.splits_for("holdout"))} == {"holdout"}
 
 
@@ -215,7 +216,8 @@ def test_eval_runs_one_question_through_every_engine_row(tmp_path):
     results = json.loads(out.read_text())
     assert results["render"] == {"kept": True}  # other sections are kept
     section = results["eval"]
-    assert section["questions"] == {"dev": 1, "test": 0, "holdout": 0, "unseen": 0} and "stand-in" in section["note"]
+    assert section["questions"] == {"dev": 1, "test": 0, "holdout": 0, "unseen": 0, "blind": 0}
+    assert "stand-in" in section["note"]
     assert not log.exists()  # a dev question is no reading of a held-out split
     rows = ["offline", "llm", "offline-heavy", "llm-heavy"]  # heavy mode is measured against standard
     assert section["machine"]["nproc"] >= 1 and section["engines"] == rows
@@ -311,19 +313,22 @@ def _write_questions(folder: Path, name: str, *questions: dict) -> None:
     (folder / name).write_text(json.dumps({"questions": list(questions)}), encoding="utf-8")
 
 
-def test_every_questions_file_is_read_and_unseen_runs_only_when_named(tmp_path):
+def test_every_questions_file_is_read_and_unseen_and_blind_run_only_when_named(tmp_path):
     def q(qid: str, split: str) -> dict:
         return {"id": qid, "split": split, "locale": "en-US", "question": qid, "pages": [], "distractors": [],
                 "facts": []}
 
     _write_questions(tmp_path, "questions.json", q("a", "dev"), q("b", "test"), q("c", "holdout"))
     _write_questions(tmp_path, "questions_fresh.json", q("d", "unseen"))
+    _write_questions(tmp_path, "questions_blind.json", q("e", "blind"))
     every = load_questions(directory=tmp_path)
-    assert [x["id"] for x in every] == ["a", "b", "c", "d"]
+    assert [x["id"] for x in every] == ["a", "b", "c", "e", "d"]
     assert [x["id"] for x in load_questions(splits=eval_run.splits_for("all"), directory=tmp_path)] == ["a", "b"]
     assert [x["id"] for x in load_questions(splits=eval_run.splits_for("unseen"), directory=tmp_path)] == ["d"]
-    assert [x["id"] for x in load_questions(splits=eval_run.splits_for("final"), directory=tmp_path)] == list("abcd")
-    assert eval_run.logged_splits(every) == ["test", "holdout", "unseen"] and eval_run.logged_splits(every[:1]) == []
+    assert [x["id"] for x in load_questions(splits=eval_run.splits_for("blind"), directory=tmp_path)] == ["e"]
+    assert [x["id"] for x in load_questions(splits=eval_run.splits_for("final"), directory=tmp_path)] == list("abced")
+    assert eval_run.logged_splits(every) == ["test", "holdout", "unseen", "blind"]
+    assert eval_run.logged_splits(every[:1]) == []
     _write_questions(tmp_path, "questions_more.json", q("a", "unseen"))
     with pytest.raises(SystemExit, match="given twice"):
         load_questions(directory=tmp_path)

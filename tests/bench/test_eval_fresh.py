@@ -12,35 +12,18 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from typing import Any
 
 import pytest
 
 from bench.eval.corpus import PAGES_DIR, Page, load_pages, search
+from tests.support.eval_pages import names as _names
+from tests.support.eval_pages import sentences as _sentences
+from tests.support.eval_pages import states as _states
 
 EVAL_DIR = PAGES_DIR.parent
 FRESH = EVAL_DIR / "questions_fresh.json"
 KEYS = {"id", "split", "locale", "question", "pages", "distractors", "near_miss", "facts"}
-
-
-def _fold(text: str) -> str:
-    # As the eval folds report sentences: NFKC (full-width ％ and ： become ASCII), case, spaces.
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def _sentences(page: Page) -> list[str]:
-    # A sentence ends at . ! ? followed by a space, or at a Chinese full stop, ！ or ？ (split before
-    # folding, which turns ！ and ？ into ASCII).
-    return [_fold(s) for par in page.paragraphs for s in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", par) if s.strip()]
-
-
-def _states(fact: dict[str, Any], sentence: str) -> bool:
-    return all(any(_fold(word) in sentence for word in group) for group in fact["all"])
-
-
-def _names(hits: list[dict[str, str]]) -> list[str]:
-    return [h["url"].rsplit("/", 1)[1].removesuffix(".html") for h in hits]
 
 
 @pytest.fixture(scope="module")
