@@ -1,0 +1,179 @@
+"""The `blind` eval split (bench/eval/questions_blind.json, pages in bench/eval/pages/blind-*.txt) is what it
+claims to be: twelve questions written the way users ask, each with relevant pages that state its key facts,
+distractors on the same subject without them, and near-miss pages on a neighbouring subject that a search for
+the question finds; one relevant page a naive search ranks past the top 4; one Chinese question answered by
+English pages; nothing shared with the other splits.
+
+Like the unseen split's test, it reads only the corpus (bench/eval/corpus.py) and the JSON: the split was
+written without the engine's code, and its test keeps off it too (no import of bench/eval/metrics.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import groupby
+from typing import Any
+
+import pytest
+
+from bench.eval.corpus import PAGES_DIR, Page, load_pages, search
+from tests.support.eval_pages import names as _names
+from tests.support.eval_pages import sentences as _sentences
+from tests.support.eval_pages import states as _states
+
+EVAL_DIR = PAGES_DIR.parent
+BLIND = EVAL_DIR / "questions_blind.json"
+KEYS = {"id", "split", "locale", "question", "pages", "distractors", "near_miss", "facts"}
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def pages() -> dict[str, Page]:
+    return {p.name: p for p in load_pages()}  # raises on a page name used twice across all files
+
+
+@pytest.fixture(scope="module")
+def blind() -> list[dict[str, Any]]:
+    return json.loads(BLIND.read_text(encoding="utf-8"))["questions"]
+
+
+@pytest.fixture(scope="module")
+def blind_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
+    """The pages of bench/eval/pages/blind-*.txt alone (load_pages reads a whole directory)."""
+    tmp = tmp_path_factory.mktemp("blind-pages")
+    for file in PAGES_DIR.glob("blind-*.txt"):
+        (tmp / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
+    return load_pages(tmp)
+
+
+@pytest.fixture(scope="module")
+def others() -> list[dict[str, Any]]:
+    return [q for f in sorted(EVAL_DIR.glob("questions*.json")) if f != BLIND
+            for q in json.loads(f.read_text(encoding="utf-8"))["questions"]]
+
+
+def _over_english(q: dict[str, Any], pages: dict[str, Page]) -> bool:
+    """The Chinese question whose relevant pages are English (a real search finds them through the
+    Chinese words on their `keywords:` line)."""
+    return q["locale"] == "zh-CN" and all(pages[n].lang == "en" for n in q["pages"])
+
+
+def test_the_blind_split_has_twelve_questions_with_pages_distractors_and_near_misses(pages, blind):
+    data = json.loads(BLIND.read_text(encoding="utf-8"))
+    assert set(data) == {"about", "questions"} and "blind" in data["about"]
+    assert len(blind) == 12 and len({q["id"] for q in blind}) == 12
+    assert sorted(q["locale"] for q in blind) == ["en-US"] * 6 + ["zh-CN"] * 6
+    assert [q["id"] for q in blind if _over_english(q, pages)] == ["bl-sousvide-zh"]
+    for q in blind:
+        assert set(q) == KEYS and q["split"] == "blind" and q["id"].startswith("bl-"), q["id"]
+        assert 2 <= len(q["pages"]) <= 3 and len(q["distractors"]) == 2 and 2 <= len(q["near_miss"]) <= 3, q["id"]
+        named = q["pages"] + q["distractors"] + q["near_miss"]
+        assert len(set(named)) == len(named), q["id"]
+        for name in named:
+            assert name.startswith("blind-") and name in pages, (q["id"], name)
+        lang = q["locale"][:2]
+        if _over_english(q, pages):
+            assert all(pages[n].lang == "en" for n in q["pages"] + q["distractors"]), q["id"]
+            assert all(HAN.search(pages[n].keywords) for n in q["pages"]), q["id"]
+        else:
+            assert all(pages[n].lang == lang for n in named), q["id"]
+        # Near misses in the question's language (two at least, as every split's are), tempting with what the
+        # question asks for: figures, or for the how-to another tool's install command.
+        assert sum(pages[n].lang == lang for n in q["near_miss"]) >= 2, q["id"]
+        for name in q["near_miss"]:
+            if q["id"] == "bl-precommit-en":
+                assert "install" in pages[name].text and "pre-commit" in pages[name].text, (q["id"], name)
+            else:
+                assert sum(digits for digits, _ in groupby(pages[name].text, str.isdigit)) >= 3, (q["id"], name)
+        for name in q["pages"]:
+            assert 5 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
+        assert 5 <= len(q["facts"]) <= 8, q["id"]
+        # Facts are spread: every relevant page states at least one.
+        assert {n for f in q["facts"] for n in f["pages"]} == set(q["pages"]), q["id"]
+
+
+def test_the_questions_are_asked_the_way_users_ask(blind):
+    asked = {q["id"]: q["question"] for q in blind}
+    # A coordinated phrase that is one question, a list of attributes, a comparison, a how-to, a yes/no
+    # question, two clauses; in Chinese two clauses and coordinated phrases.
+    assert "in 2023 and 2024?" in asked["bl-atlantic-en"]
+    assert "costs, risks and benefits" in asked["bl-congestion-en"]
+    assert "compare with" in asked["bl-vinyl-en"]
+    assert asked["bl-precommit-en"].startswith("How do I")
+    assert asked["bl-searing-en"].startswith("Does ")
+    assert ", and why" in asked["bl-freight-en"]
+    for qid in ("bl-waterlogging-zh", "bl-robots-zh"):
+        first, _, second = asked[qid].rstrip("？").partition("，")
+        assert first and second and "？" not in first, qid
+    assert "市场规模和用户规模" in asked["bl-shortdrama-zh"] and "2023年和2024年" in asked["bl-parcels-zh"]
+    assert "子女教育和赡养老人" in asked["bl-iit-zh"]
+
+
+def test_every_fact_is_attainable_on_its_page_and_absent_from_the_distractors(pages, blind):
+    for q in blind:
+        for fact in q["facts"]:
+            assert set(fact["pages"]) <= set(q["pages"]), (q["id"], fact["fact"])
+            assert all(group for group in fact["all"]) and fact["all"], (q["id"], fact["fact"])
+            assert any(_states(fact, s) for name in fact["pages"] for s in _sentences(pages[name])), (
+                q["id"], fact["fact"])
+            for name in q["distractors"]:
+                assert not any(_states(fact, s) for s in _sentences(pages[name])), (q["id"], fact["fact"], name)
+
+
+def test_a_search_for_the_question_finds_the_near_misses_and_ranks_an_answer_past_the_top_four(pages, blind):
+    corpus = list(pages.values())
+    for q in blind:
+        top = _names(search(corpus, q["question"], "http://x"))
+        assert len(top) == 8
+        assert set(q["near_miss"]) <= set(top), (q["id"], top)
+        assert set(q["pages"]) <= set(top), (q["id"], top)
+        # Reading only the top 4 misses part of the answer.
+        assert any(top.index(name) >= 4 for name in q["pages"]), (q["id"], top)
+
+
+def test_the_blind_split_shares_no_page_and_no_topic_with_the_other_splits(pages, blind, others, blind_files):
+    assert others and all(q["split"] != "blind" for q in others)
+    theirs = {n for q in others for key in ("pages", "distractors", "near_miss") for n in q.get(key, ())}
+    mine = {n for q in blind for n in q["pages"] + q["distractors"] + q["near_miss"]}
+    assert not theirs & mine and not {n for n in theirs if n.startswith("blind-")}
+    assert {n for n in pages if n.startswith("blind-")} == mine, "every blind- page belongs to a question"
+    # ...and lives in the split's own files, which hold nothing else.
+    assert {p.name for p in blind_files} == mine
+    asked = {" ".join(q["question"].casefold().split()) for q in others}
+    assert not asked & {" ".join(q["question"].casefold().split()) for q in blind}
+    corpus = list(pages.values())
+    relevant = {n for q in blind for n in q["pages"]}
+    for q in others:
+        # No answer of ours is among the first results for another split's question, nor theirs for ours.
+        assert not set(_names(search(corpus, q["question"], "http://x", limit=4))) & relevant, q["id"]
+    their_relevant = {n for q in others for n in q["pages"]}
+    for q in blind:
+        assert not set(_names(search(corpus, q["question"], "http://x"))) & their_relevant, q["id"]
+
+
+def test_the_pages_carry_the_junk_real_pages_carry(pages, blind):
+    relevant = {n for q in blind for n in q["pages"]}
+    facts = [(f, n) for q in blind for f in q["facts"] for n in f["pages"]]
+    # Chinese pages with title, byline, date and reading time glued to the first paragraph, some of
+    # them relevant pages whose first sentence states a key fact.
+    glued = [p for p in pages.values() if p.name.startswith("blind-") and p.lang == "zh"
+             and all(mark in p.paragraphs[0] for mark in ("作者：", "更新于", "阅读约"))]
+    assert len(glued) >= 4
+    assert sum(p.name in relevant for p in glued) >= 4
+    assert any(_states(f, _sentences(pages[n])[0]) for f, n in facts if pages[n] in glued)
+    # A project README: vim modeline, badges and a sponsor blurb around the install command.
+    readme = pages["blind-precommit-readme"]
+    assert readme.name in relevant and "vim:" in readme.paragraphs[0]
+    assert "[build: passing]" in readme.text and "sponsor" in readme.text.casefold()
+    install = next(f for f, n in facts if n == readme.name and "pip install pre-commit" in f["all"][0])
+    assert any(_states(install, s) for s in _sentences(readme))
+    # The answer is not in the README's opening: the install command comes after the badges and the sponsors.
+    assert not any(_states(install, s) for par in readme.paragraphs[:4] for s in _sentences(
+        Page(readme.name, readme.title, readme.lang, "", (par,))))
+    # English pages carry Chinese search terms only where people would search in Chinese.
+    with_han = {p.name for p in pages.values() if p.name.startswith("blind-") and p.lang == "en"
+                and HAN.search(p.keywords)}
+    sousvide = next(q for q in blind if q["id"] == "bl-sousvide-zh")
+    named = sousvide["pages"] + sousvide["distractors"] + sousvide["near_miss"]
+    assert set(sousvide["pages"]) <= with_han <= set(named)
