@@ -182,11 +182,13 @@ def test_a_part_without_a_source_says_so_on_its_card_and_in_the_report(page, dor
     if lang == "zh":
         _chinese(page, base)
         question = "青禾笔记团队版的价格如何，开发商是哪家公司？"
-        part, line = "青禾笔记团队版的开发商是哪家公司", "未找到关于“青禾笔记团队版的开发商是哪家公司”的来源。"
+        cost, part = "青禾笔记团队版的价格如何", "青禾笔记团队版的开发商是哪家公司"
+        line = "未找到关于“青禾笔记团队版的开发商是哪家公司”的来源。"
         figure = "每位成员每月60元"
     else:
         question = "How much does the Quillmate team plan cost, and who makes Quillmate?"
-        part, line = "Who makes Quillmate", "No source found on “Who makes Quillmate”."
+        cost, part = "How much does the Quillmate team plan cost", "Who makes Quillmate"
+        line = "No source found on “Who makes Quillmate”."
         figure = "9 dollars per user and month"
     job_id = submit_offline_job(page, base, question, max_steps=3)
     page.wait_for_selector("#job[data-status='done']", timeout=300_000)
@@ -195,6 +197,9 @@ def test_a_part_without_a_source_says_so_on_its_card_and_in_the_report(page, dor
     job = ResearchJob.objects.get(pk=job_id)
     assert job.status == JobStatus.DONE, job.error  # a part without a source is not a failed job
     shot(page, f"{lang}-8-no-source")
+    # The answered part's card lists what it found one item a line, not joined by the list's dashes.
+    found = _card_finding(page, cost).splitlines()
+    assert len(found) >= 2 and not [item for item in found if item.startswith(("-", "*")) or " - " in item]
     # The timeline's read_more lines in the page's language (the price part reads past its first hits).
     expected = _mark_read_more(page, job_id)
     assert _read_more_lines(page) == expected and (expected or lang == "en")
