@@ -197,12 +197,6 @@ def test_a_part_without_a_source_says_so_on_its_card_and_in_the_report(page, dor
     lines, expected = _read_more(page, job_id)
     assert lines == expected and (expected or lang == "en")
     unanswered = JobStep.objects.get(job_id=job_id, title=part).result.get("notes", {}).get("unanswered")
-    if lang == "zh" and not unanswered:
-        # The page shows what the engine wrote, and here the engine took the part as covered: among the
-        # words the part asks are bigrams glued across words ("版的" of "团队版的"), which unrelated
-        # sentences on the subject hold. The engine is research/agents/**, not this test's to change; once
-        # it says "no source" here, this test must pass.
-        pytest.xfail("offline engine: a Chinese part with no source is taken as covered")
     assert unanswered == part
     page.wait_for_selector(f"#cards .step-card.card-done >> text={line}")
     assert _card_finding(page, part) == line
