@@ -11,8 +11,8 @@
 - uncited_unsupported: sentences that state a fact (a number, a date, a named study or
   organisation, a comparison: verify.is_factual), cite nothing, and are not found in any source
   (or are marked unverified);
-- answer_first: the first paragraph under the first heading is prose (not a list) that states a
-  key fact, with a citation;
+- answer_first: the opening answer under the first heading (its quotes up to the second part's bold
+  label, or the next heading) is prose (not a list) that states a key fact, with a citation;
 - near_miss_cited: share of cited sentences that cite one of the question's `near_miss` pages (pages
   with the question's words and figures of the kind it asks for, about another subject);
 - off_subject_cited: share of cited sentences that cite any source that is neither one of the
@@ -123,18 +123,25 @@ def fact_found(fact: dict[str, Any], sentences: list[tuple[str, set[str]]]) -> b
 
 
 def first_paragraph(markdown: str) -> str:
-    """The first block under the first `##` heading, notes in italics skipped."""
+    """The opening answer under the first `##` heading: its first part, notes in italics skipped. An
+    answer puts each quote in a paragraph of its own and, for a question in parts, each part's bold label
+    ("**What does it cost?**") on a line of its own: the opening is the blocks after the first label up to
+    the next label or heading (for an answer without labels, up to the next heading)."""
     body = verify.report_body(markdown)
     match = re.search(r"^##\s+.*$", body, re.M)
     rest = body[match.end() :] if match else body
+    blocks: list[str] = []
     for block in re.split(r"\n\s*\n", rest):
         block = block.strip()
         if block.startswith("#"):
             break
-        if not block or re.fullmatch(r"_[^\n]*_", block):
+        if re.fullmatch(r"\*\*[^\n*]+\*\*", block):
+            if blocks:
+                break
             continue
-        return block
-    return ""
+        if block and not re.fullmatch(r"_[^\n]*_", block):
+            blocks.append(block)
+    return "\n".join(blocks)
 
 
 def score_report(markdown: str, sources: list[SourceRef], question: dict[str, Any]) -> Scores:

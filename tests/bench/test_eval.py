@@ -158,6 +158,13 @@ def test_scores_count_facts_only_from_the_pages_that_state_them():
         assert not score_report(moved, sources, q).facts[0]
     # An answer in a bullet list is not an answer first.
     assert not score_report(good.replace("\n\nField", "\n\n- Field"), sources, q).answer_first
+    # An answer in parts: a quote a paragraph under each part's bold label. The first part's quotes open
+    # it; a key fact only under the second part's label is no answer first.
+    fact = good.split("## Answer\n\n", 1)[1].split("\n", 1)[0]
+    other = "Heat pumps are common in Norway. [1]"
+    parts = "# Q\n\n## Answer\n\n**How efficient are they?**\n\n{a}\n\n{b}\n\n**What do they cost?**\n\n{c}\n"
+    assert score_report(parts.format(a=other, b=fact, c=other), sources, q).answer_first
+    assert not score_report(parts.format(a=other, b=other, c=fact), sources, q).answer_first
 
     bad = (
         "# Q\n\n## Summary\n\nHeat pumps doubled in price during 2019 [1]. See [a trial](https://elsewhere.example/t).\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from research import textre
+from research import scripts, textre
 from research.agents.engines.offline.process import process_step
 from research.agents.engines.offline.question import (
     _CANONICAL_ORDER,
@@ -61,8 +61,19 @@ from research.agents.types import (
     StepResult,
     ToolError,
 )
+from research.agents.words import _raw_words
 
 MIN_ON_SUBJECT = 3  # pages on the subject a step reads before its part counts as covered
+
+
+def _words(text: str) -> list[str]:
+    """The words of a step's title and description; a Chinese run cut into jieba's words, so that no
+    character pair across two words ("版的" of "团队版的价格") becomes a word the step asks for."""
+    out: list[str] = []
+    for word in textre.findall(r"[\w'’-]+", text):
+        out += [w for w, _ in _raw_words(word)] if scripts.has_han(word) else [word]
+    return out
+
 
 class OfflineEngine:
     """Implements research.agents.types.Engine with extraction instead of a model."""
@@ -228,7 +239,7 @@ class OfflineEngine:
         rank_query = " ".join([step.title, step.description, *terms])
         own = set(tokenize(" ".join(aspect.words))) if aspect else set()
         topic = set(tokenize(" ".join(terms))) - own  # a part's own words are what it asks, not the subject
-        words = textre.findall(r"[\w'’-]+", f"{step.title} {step.description}")
+        words = _words(f"{step.title} {step.description}")
         facets = [] if aspect else _step_facets(step)
         words += [w for facet in facets for w in facet.hints.split()]
         if aspect:

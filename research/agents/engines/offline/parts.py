@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from research import textre
 from research.agents.engines.offline.titles import SUBORDINATORS
-from research.agents.text import STOPWORDS_EN, detect_locale, is_chinese, key_terms
+from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import PlanStep
 
 MAX_PARTS = 4
@@ -303,7 +303,7 @@ _ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万�
 # Markers that make a clause ask something, and, the same, where a clause's shared ask begins.
 _ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多", "有何", "如何", "怎样", "怎么样", "怎么", "多少",
            "多大", "多快", "多高", "多长", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否", "情况", "吗",
-           "呢", "几")
+           "呢", "几", "谁", "何时")
 _ZH_COMPARE = ("相比", "比较", "对比", "相较", "区别", "差异", "不同", "哪个更", "孰")
 _ZH_LEAD = ("如何", "怎样", "怎么", "为何", "为什么", "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何",
             "有哪些")
@@ -315,6 +315,9 @@ _ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 
 _ZH_VERB_OR_TIME = ("面临", "存在", "需要", "受到", "有", "是", "在", "会", "能", "将", "对", "要", "应", "可以",
                     "可能", "还", "未来", "今后", "将来", "目前", "现在", "近年")
 _ZH_STATE = ("的发展现状", "发展现状", "现状", "情况", "状况", "的")
+# A later clause that opens with a passive or agent marker ("由哪家公司开发", "被谁收购") is said of the
+# subject itself, with no 的 between: "X由哪家公司开发", never "X的由哪家公司开发".
+_ZH_AGENT = ("由", "被", "是谁", "是由")
 
 
 def _zh_asks(clause: str) -> bool:
@@ -383,6 +386,8 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
     """A later clause with the subject named: "如何降低" → "数据中心如何降低耗电量"."""
     if not subject or subject in clause:
         return clause
+    if clause.startswith(_ZH_AGENT):
+        return f"{subject}{clause}"
     if clause.startswith(_ZH_VERB_OR_TIME) and phrase:
         return f"{phrase}{clause}"  # "面临哪些挑战" → "中国的AI芯片产业面临哪些挑战"
     for pronoun in _ZH_PRONOUNS:
@@ -434,9 +439,14 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
 def _zh_own(part: str, subject: str) -> str:
     """What a Chinese part asks besides its subject: its terms with the subject and ask words taken out."""
     rest = part.replace(subject, " ", 1) if subject else part
-    for word in sorted((*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些"), key=len, reverse=True):
-        rest = rest.replace(word, " ")
-    return " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False))
+    # Whole words (jieba's), so an ask word never leaves half a word behind ("哪家公司" is 哪家 + 公司, not
+    # 家公司); the asking words and one-character words go, common nouns stay (公司 is what is asked).
+    from research.agents.words import _raw_words
+
+    asks = (*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些")
+    kept = [w for w, lang in _raw_words(_ZH_AND.sub(" ", rest)) if lang == "zh" and len(w) >= 2
+            and w not in ZH_STOP_PHRASES and not any(a in w for a in asks)]
+    return " ".join(dict.fromkeys(kept)) or " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False))
 
 
 # ---------------------------------------------------------------- both
