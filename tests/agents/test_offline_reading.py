@@ -111,10 +111,14 @@ def test_each_step_searches_its_own_words_and_no_query_twice():
     assert len({frozenset(q.lower().split()) for q in queries}) == len(queries)
     aspect = Aspect("How much does it cost", "cost Zorblax", ("Zorblax", "cost"))
     out = step_queries("cost Zorblax", title="Zorblax cost", aspect=aspect, terms=["Zorblax", "cost"])
-    assert out == ["Zorblax cost", "Zorblax cost price figures data"]  # "cost Zorblax" is the same search
+    assert out == ["Zorblax cost", "cost Zorblax price figures data"]  # "cost Zorblax" is the same search
     aspect = Aspect("How much does a Zorblax license cost", "Zorblax license cost", ("Zorblax", "license", "cost"))
     out = step_queries("Zorblax license cost", title=aspect.title, aspect=aspect, terms=["Zorblax"])
     assert out == ["How much does a Zorblax license cost", "Zorblax license cost price figures data"]
+    # A part whose own words do not name the subject still searches for the subject: never "makes" alone.
+    aspect = Aspect("Who makes Quillmate", "makes Quillmate", ("makes",))
+    out = step_queries("makes Quillmate", title=aspect.title, aspect=aspect, terms=["Quillmate"])
+    assert all("Quillmate" in query for query in out), out
 
 
 def test_a_new_search_reads_its_own_hits_before_what_earlier_searches_left():

@@ -438,3 +438,22 @@ def test_the_heartbeat_notices_a_lost_lease_and_the_next_checkpoint_stops(alice,
             JobContext(job, step_id="a").check_cancelled()
     row = JobStep.objects.get(pk=step.pk)
     assert row.status == StepStatus.QUEUED and row.lease_until > before  # the reaper's grace, not a renewal
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_another_step_fetched_is_still_listed_as_read_by_this_step(alice, sent):
+    """Each job fetches a URL once; a second step that reads it gets the stored text and still says it
+    read the page, so its card lists it (steps run in parallel: without this, a card could list no page
+    while its finding quotes three)."""
+    from research.jobs.models import Source
+    from research.jobs.units.context import JobContext
+
+    job = researching_job(alice, [PlanStep(id="a", title="A"), PlanStep(id="b", title="B")])
+    url = "https://pages.example/solar.html"
+    Source.objects.create(job=job, number=1, url=url, title="Solar", kind="web", text="Solar is cheap.",
+                          text_hash="x", step_id="a")
+    ref = JobContext(job, step_id="b").fetch(url)  # no network: the stored page
+    assert ref.number == 1 and ref.text == "Solar is cheap."
+    reads = [e.payload for e in job.events.filter(type="step.activity") if e.payload.get("kind") == "fetch"]
+    assert [(r["url"], r.get("step")) for r in reads] == [(url, "b")], reads
+    assert Source.objects.filter(job=job).count() == 1  # read again, not stored again

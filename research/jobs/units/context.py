@@ -175,6 +175,10 @@ class JobContext:
     def fetch(self, url: str) -> SourceRef:
         existing = Source.objects.filter(job_id=self.job_id, url=url).first()
         if existing is not None:  # each job fetches a URL once
+            # Another step fetched it: this step still read it, and its card lists it (steps run in parallel,
+            # so without this a step that quotes three pages could list none).
+            if not url.startswith("kb://"):
+                self.emit("step.activity", {"kind": "fetch", "url": url})
             return _source_ref(existing)
         if url.startswith("kb://"):
             raise ToolError(f"{url} is a knowledge-base chunk; use knowledge search to read it")

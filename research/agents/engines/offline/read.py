@@ -192,12 +192,14 @@ _KIND_WORDS = {"how": ("install guide command", "安装 命令 教程"), "much":
 def step_queries(first: str, *, title: str, aspect: Aspect | None, terms: Sequence[str], zh: bool = False,
                  ) -> list[str]:
     """A step's searches in order. A part's step: its sub-question as asked (the other parts' words
-    left out), then the step's own query, then the part's words with what it asks for ("price
-    figures"). Any other step: its own query, then its title with the key terms. No query twice (the
+    left out), then the step's own query, then the part's words and subject with what it asks for
+    ("price figures"). Any other step: its own query, then its title with the key terms. No query twice (the
     same words in another order are the same search)."""
     if aspect:
         words = _KIND_WORDS.get(part_kind(title), ("", ""))[1 if zh else 0]
-        queries = [title.rstrip("?？"), first, " ".join(dict.fromkeys([*aspect.words, *words.split()]))]
+        # The third names the subject too (the part's query is its own words and the subject's): the
+        # part's words alone ("makes") search for nothing in particular.
+        queries = [title.rstrip("?？"), first, " ".join(dict.fromkeys([*aspect.query.split(), *words.split()]))]
     else:
         missing = [t for t in terms if t.lower() not in title.lower()]
         queries = [first, " ".join([title.rstrip("?？"), *missing])]
