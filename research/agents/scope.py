@@ -37,6 +37,13 @@ _ASPECTS_ZH = frozenset((
     "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
     "规模", "影响", "效果", "进展", "前景", "市场", "问题", "风险", "进度", "应用", "出口", "进口", "产量",
 ))
+
+
+def is_aspect(word: str) -> bool:
+    """An attribute noun ("cost", 产能, 利用率): what a question asks about its subject, never the subject."""
+    return S._norm(word) in _ASPECTS_EN or word in _ASPECTS_ZH
+
+
 _MODIFIER_RARE = 4.5
 # A head this common (power 5.5, energy 5.2) is often left out ("rooftop solar" is solar power), so a title
 # naming only the kind is not another thing; battery (4.5) or 电池 (4.4) is not left out that way.

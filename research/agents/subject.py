@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from research import scripts
-from research.agents.scope import scope_verdict
+from research.agents.scope import is_aspect, scope_verdict
 from research.agents.text import ZH_STOP_PHRASES
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
     _FUNCTION,
@@ -108,7 +108,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         normed = tuple(_norm(w) for w, _ in run)
         # In reading order: the first specific word is the term's head (the "seagrass" of "seagrass
         # meadows", the 固态 of 固态电池量产), not necessarily the rarest.
-        core = [(zipf(w, lang), _norm(w)) for w, lang in run if _wordlike(w) and zipf(w, lang) < SPECIFIC]
+        # An attribute noun is never the subject, however rare (产能, 利用率, "efficiency"): a page on pig
+        # farms' 产能 is not about 光伏组件的产能.
+        core = [(zipf(w, lang), _norm(w)) for w, lang in run
+                if _wordlike(w) and zipf(w, lang) < SPECIFIC and not is_aspect(w)]
         joiner = "" if all(lang == "zh" for _, lang in run) else " "
         rare = {w for _, w in core}
         last = max((i for i, n in enumerate(normed) if n in rare), default=len(run) - 1)

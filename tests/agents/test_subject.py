@@ -262,3 +262,27 @@ def test_a_chinese_compound_with_a_common_modifier_is_named_only_whole():
     # jieba's left-over characters: 钠 + 离子 is one word, and so is 锂 + 电池.
     sodium = subject_of("钠离子电池的成本和性能与锂电池相比如何？", "zh-CN")
     assert [t.core[0] for t in sodium.terms] == ["钠离子", "锂电池"]
+
+
+PV_Q = "中国光伏组件的产能和价格情况如何？"
+
+
+def test_what_a_question_asks_about_its_subject_is_never_its_subject():
+    # 产能 and 利用率 are rare words, yet attribute nouns: the subject is 光伏组件 / 电动汽车充电桩 alone.
+    assert [t.text for t in subject_of(PV_Q, "zh-CN").terms] == ["光伏组件"]
+    assert "利用率" not in subject_of("中国电动汽车充电桩的数量和利用率如何？", "zh-CN").describe()
+    assert "efficiency" not in subject_of("What is the efficiency of perovskite solar cells?", "en-US").describe()
+    # A page on pig farms' 产能 shares an attribute with the question, not its subject.
+    hogs = ("猪周期与生猪产能", "生猪产能过剩时猪价下跌，养殖户亏损后减少能繁母猪，产能下降后猪价又会上涨。"
+            "2023年全国生猪养殖规模化率达到约68%。")
+    assert not page_about(subject_of(PV_Q, "zh-CN"), *hogs).about
+
+
+def test_a_page_the_subject_model_keeps_is_not_weighed_down_for_lacking_the_question_s_other_words():
+    from research.agents.engines.offline.select import _source_weights
+    from research.agents.types import SourceRef
+
+    use = SourceRef(1, "https://pages.example/1", "公共充电桩利用率偏低",
+                    "公共充电桩的平均时间利用率只有10%左右，很多运营商仍然处于亏损状态。充电桩分布不均衡。")
+    weights = _source_weights("中国电动汽车充电桩的数量和利用率如何？", "zh-CN", [use])
+    assert not weights.rejected and weights[1] >= 0.6

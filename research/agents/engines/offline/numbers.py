@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research import textre
+from research import scripts, textre
 
 # 1,200 / 3.5 / 42 as whole numbers: not digits glued to words ("GPT4", "H100") or other digits.
 # A number is the start of a run of word characters, dots and commas, up to a dot or comma that no digit
@@ -12,11 +12,14 @@ from research import textre
 _NUMBER_RUN = textre.compile(r"[\w.,]+")
 _NUMBER_STOP = textre.compile(r"[.,](?:\D|$)")
 _NUMBER = textre.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+# Chinese writes figures against its words ("超过900吉瓦", "约为499吉瓦"): a CJK character ends a run as a
+# space does, or no Chinese sentence would hold a number.
+_CJK_LETTER = textre.compile(f"[{scripts.CJK}]")
 
 
 def _number_strings(sentence: str) -> list[str]:
     found = []
-    for run in _NUMBER_RUN.findall(sentence):
+    for run in _NUMBER_RUN.findall(_CJK_LETTER.sub(" ", sentence)):
         stop = _NUMBER_STOP.search(run)
         head = run[: stop.start()] if stop else run
         if _NUMBER.fullmatch(head):
