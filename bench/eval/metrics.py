@@ -123,7 +123,8 @@ def fact_found(fact: dict[str, Any], sentences: list[tuple[str, set[str]]]) -> b
 
 
 def first_paragraph(markdown: str) -> str:
-    """The first block under the first `##` heading, notes in italics skipped."""
+    """The first block under the first `##` heading, notes in italics and a part's bold label (an answer in
+    parts puts "**What does it cost?**" on a line of its own above its quotes) skipped."""
     body = verify.report_body(markdown)
     match = re.search(r"^##\s+.*$", body, re.M)
     rest = body[match.end() :] if match else body
@@ -131,7 +132,7 @@ def first_paragraph(markdown: str) -> str:
         block = block.strip()
         if block.startswith("#"):
             break
-        if not block or re.fullmatch(r"_[^\n]*_", block):
+        if not block or re.fullmatch(r"_[^\n]*_", block) or re.fullmatch(r"\*\*[^\n*]+\*\*", block):
             continue
         return block
     return ""

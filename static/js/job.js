@@ -341,8 +341,16 @@
         const f = section(card, "finding");
         if (p.synthesized) f.previousSibling.textContent = t("synthesized");
         f.textContent = "";
+        // The finding comes as one line (the step's Markdown list joined): "… first. - Second …" would
+        // read as one run-on sentence with dashes, so each of its items starts a line of its own.
         const text = String(p.finding).replace(/^[-*]\s+/, "");
-        f.appendChild(el("li", "finding", p.finding.length >= 280 ? text + "…" : text));
+        const li = el("li", "finding");
+        text.split(/(?<=[.!?。！？…”"')）])\s+[-*]\s+/).forEach(function (item, i) {
+          if (i) li.appendChild(document.createElement("br"));
+          li.appendChild(document.createTextNode(item));
+        });
+        if (p.finding.length >= 280) li.appendChild(document.createTextNode("…"));
+        f.appendChild(li);
       }
     } else if (ev.type === "step.failed") {
       setState(card, "failed");

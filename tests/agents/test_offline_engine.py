@@ -458,8 +458,10 @@ def test_report_opens_with_an_answer_then_key_findings_then_non_empty_sections_a
     # An answer in prose first, then key findings, then the steps in plan order, those with nothing
     # left to show dropped.
     assert headings[:2] == ["Answer", "Key findings"] and headings[2:] == [t for t in step_titles if t in headings[2:]]
-    answer = md.split("## Answer\n\n")[1].split("\n\n")[0]
+    answer = md.split("## Answer\n\n")[1].split("\n## ")[0]
     assert not re.search(r"^- ", answer, re.M) and len(re.findall(r"\[\d+\]", answer)) >= 2
+    # A quote a paragraph: lines in one block would render as one run-on paragraph.
+    assert all("\n" not in block for block in answer.strip().split("\n\n"))
     assert not re.search(r"^#+\s*(references|sources)", md, re.I | re.M)
     assert "".join(job.deltas) == md and len(job.deltas) == len(headings) + 1
     findings = md.split("## Key findings")[1].split("\n## ")[0]

@@ -73,14 +73,16 @@ def test_a_two_part_question_is_planned_searched_and_answered_by_part():
     # The parts' searches use the parts' words, not a generic facet's.
     assert "production" in ctx.queries[0] and "safety" in ctx.queries[1]
     assert not any("background" in q or "history" in q for q in ctx.queries[:2])
-    # The report opens with one paragraph that answers both parts, each with a cited quote.
+    # The report opens with an answer to both parts: each part in bold before a cited quote, and each
+    # quote its own paragraph (lines run together into one paragraph when rendered).
     headings = re.findall(r"^## (.+)$", report, re.M)
     assert headings[0] == "Answer"
-    answer = report.split("## Answer\n\n", 1)[1].split("\n\n", 1)[0]
+    answer = report.split("## Answer\n\n", 1)[1].split("\n## ", 1)[0]
+    blocks = answer.strip().split("\n\n")
+    assert all("\n" not in block for block in blocks), blocks
     for part in parts:
-        assert f"**{part}?**" in answer
-        after = answer.split(f"**{part}?**\n", 1)[1]
-        assert re.match(r"[^\n*]+ \[\d+\]$", after.splitlines()[0]), after
+        after = blocks[blocks.index(f"**{part}?**") + 1]
+        assert re.fullmatch(r"[^\n*]+ \[\d+\]", after), after
     # A section for each part, and the manufacturing article is quoted.
     assert set(parts) <= set(headings)
     manufacturing = next(s for s in ctx.sources() if s.url.endswith("/ssb-manufacturing.html"))

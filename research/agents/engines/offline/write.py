@@ -64,23 +64,24 @@ _PART_ANSWERED = {False: "_The answer above has what the sources say on this._",
 
 
 def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str:
-    """One paragraph (soft line breaks): each part of the question in bold (when there are several),
-    then its quotes, one a line, so every cited sentence is still a verbatim quote with its citation at
-    the line's end; a command a source states is quoted as code with its citation; a part no source
-    answers says so."""
-    lines: list[str] = []
+    """The answer's blocks: one paragraph a quote (consecutive lines would render as one run-on
+    paragraph), each part of the question in bold on its own line before its quotes (when there are
+    several), so every cited sentence is still a verbatim quote with its citation at the end of its line; a command
+    a source states is quoted as code with its citation; a part no source answers says so."""
+    blocks: list[str] = []
     for label, sentence in answer:
-        if label:
-            lines.append(f"**{label}**" if zh else f"**{label.rstrip('?')}?**")
         if sentence.get("note"):
-            lines.append(sentence["text"])
+            text = sentence["text"]
         elif sentence.get("code"):
             # The line that introduces the command in its source, verbatim, then the command as code.
             lead = f"{sentence['lead']} " if sentence.get("lead") else ""
-            lines.append(f"{lead}{_code_span(sentence['text'])} [{sentence['source']}]")
+            text = f"{lead}{_code_span(sentence['text'])} [{sentence['source']}]"
         else:
-            lines.append(_cite(sentence["text"], sentence["source"], zh))
-    return "\n".join(lines)
+            text = _cite(sentence["text"], sentence["source"], zh)
+        if label:
+            blocks.append(f"**{label}**" if zh else f"**{label.rstrip('?')}?**")
+        blocks.append(text)
+    return "\n\n".join(blocks)
 
 
 def _code_span(text: str) -> str:
