@@ -48,7 +48,7 @@ def stem(word: str) -> str:
         return word[:-2]
     if word.endswith("ing") and len(word) > 5:
         return word[:-3]
-    if word.endswith("ed") and len(word) > 4:
+    if word.endswith("ed") and len(word) > 4 and not word.endswith("eed"):  # speed, need: no past tense
         return word[:-2]
     if word.endswith(("ches", "shes", "xes", "zes")):
         return word[:-2]

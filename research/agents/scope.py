@@ -25,18 +25,8 @@ from functools import lru_cache
 from research import scripts
 from research.agents import words as S
 
-# Attribute nouns: what a question asks *about* its subject, never the subject itself. A closed class
-# (like stop words), so a list: frequency cannot tell "production" from "battery".
-_ASPECTS_EN = frozenset(S._norm(w) for w in (
-    "limit", "limits", "cost", "costs", "price", "prices", "production", "mass", "safety", "efficiency",
-    "efficient", "market", "growth", "number", "obstacle", "obstacles", "challenge", "challenges",
-    "recycling", "use", "usage", "impact", "effect", "effects", "future", "outlook", "status", "progress",
-    "performance", "capacity", "output", "demand", "supply", "risk", "risks", "benefit", "benefits",
-))
-_ASPECTS_ZH = frozenset((
-    "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
-    "规模", "影响", "效果", "进展", "前景", "市场", "问题", "风险", "进度", "应用", "出口", "进口", "产量",
-))
+_ASPECTS_EN = frozenset(S._norm(w) for w in S.ASPECT_NOUNS_EN)
+_ASPECTS_ZH = S.ASPECT_NOUNS_ZH
 
 
 def is_aspect(word: str) -> bool:
@@ -79,6 +69,18 @@ def _place(word: str, zh: bool) -> bool:
     return any(flag == "ns" and w == word for w, flag in posseg.cut(word))
 
 
+@lru_cache(maxsize=4096)
+def _verb(word: str, script: str) -> bool:
+    """A Chinese verb (jieba's tag "v": 引发 of 疲劳驾驶引发的事故) ends the subject phrase, it names no thing;
+    a verbal noun (vn: 驾驶 in some phrases) may. English words carry no tag here."""
+    if script != "zh":
+        return False
+    import jieba.posseg as posseg
+
+    S._quiet_jieba()
+    return [flag for _, flag in posseg.cut(word)] == ["v"]
+
+
 @lru_cache(maxsize=1024)
 def _places(text: str) -> frozenset[str]:
     """Place names in a Chinese text (jieba's part-of-speech tags)."""
@@ -118,14 +120,16 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         return S.Verdict(True, f"its title names {' '.join(words)}")
     if page.in_lead(head) and page.hits(head) >= 2:
         return None
-    if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
+    if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC and not _verb(head, script):
+        # Soft: "knee arthroplasty" for knee replacement, "spray polyurethane foam" for spray foam insulation
+        # name the thing otherwise as often as "green ammonia" names another thing.
         return S.Verdict(False, f"its title names {'/'.join(m for m in modifiers if page.in_title(m))} "
-                                f"but not {head}")
+                                f"but not {head}", firm=False)
     # Neither the thing nor its kind up front, the question's attribute words in the title: the same
     # question asked of something else ("中国储能电芯的产能和价格情况" for 光伏组件).
     aspects = _ASPECTS_ZH if script == "zh" else _ASPECTS_EN
     if any(w in aspects for w in title_seq) and not page.hits(head) and not any(page.in_title(m) for m in modifiers):
-        return S.Verdict(False, f"its title asks the question of something else, never naming {head}")
+        return S.Verdict(False, f"its title asks the question of something else, never naming {head}", firm=False)
     return None
 
 

@@ -192,7 +192,7 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     page = _page(title, text)
     named, term = _mentions(subject, page)
     if term is None or not named:
-        return Verdict(False, f"never names {subject.describe()}")
+        return Verdict(False, f"never names {subject.describe()}", firm=False)
     rivals = _rivals(subject, page, least=2)
     rival, rival_count = rivals[0] if rivals else ("", 0)
     in_title = any(page.in_title(c) for t in subject.terms if _named(t, page) for c in t.core)
@@ -211,8 +211,9 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     if named >= 2 and 2 * named >= rival_count:
         return Verdict(True, f"names {term.text} {named} times")
     if rival:
-        return Verdict(False, f"mostly about {rival} ({rival_count} times), {term.text} named {named} times")
-    return Verdict(False, f"names {term.text} only in passing")
+        return Verdict(False, f"mostly about {rival} ({rival_count} times), {term.text} named {named} times",
+                       firm=False)
+    return Verdict(False, f"names {term.text} only in passing", firm=False)
 
 
 def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:

@@ -45,6 +45,10 @@ def _quiet_jieba() -> None:
 class Verdict:
     about: bool
     why: str
+    # A rejection for want of evidence (the subject never named, named in passing, outnumbered), not for
+    # naming another subject: the page may name the subject differently ("herpes zoster" for shingles), so
+    # the offline engine keeps it at a low weight instead of turning it away.
+    firm: bool = True
 
 
 @lru_cache(maxsize=65536)
@@ -53,6 +57,24 @@ def zipf(word: str, lang: str) -> float:
     from wordfreq import zipf_frequency  # imported late: its data loads on first use
 
     return float(zipf_frequency(word, lang))
+
+
+# Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的
+# 产能), never the subject itself. A closed class, like stop words, so a list: frequency cannot tell
+# "production" from "battery". The parts analysis, the scope gate and the subject model share it.
+ASPECT_NOUNS_EN = frozenset((
+    "limit limits cost costs price prices production mass safety efficiency efficient market growth number "
+    "obstacle obstacles barrier barriers challenge challenges recycling use uses usage impact impacts effect "
+    "effects future outlook prospects status state progress performance capacity output demand supply risk "
+    "risks benefit benefits advantage advantages disadvantage disadvantages pros cons cause causes driver "
+    "drivers share role problem problems size sign signs symptom symptoms type types kind kinds rate rates "
+    "level levels amount trend trends history"
+).split())
+ASPECT_NOUNS_ZH = frozenset((
+    "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
+    "规模", "影响", "效果", "进展", "前景", "市场", "问题", "风险", "进度", "应用", "出口", "进口", "产量", "费用",
+    "症状", "原因", "寿命", "好处", "坏处", "优点", "缺点",
+))
 
 
 def _norm(word: str) -> str:
@@ -143,7 +165,26 @@ def _wordlike(word: str) -> bool:
 def _function_word(word: str, lang: str) -> bool:
     if lang == "en":
         return word in STOP_WORDS or zipf(word, lang) >= _FUNCTION
-    return word in ZH_STOP_PHRASES or zipf(word, lang) >= _FUNCTION
+    return word in ZH_STOP_PHRASES or zipf(word, lang) >= _FUNCTION or _zh_grammar(word)
+
+
+# jieba's part-of-speech tags of words that never name a subject: pronouns and question words (每周, 哪个),
+# numerals and measures (多少, 几岁), adverbs (都, 更好), locatives (中, 以前), prepositions, conjunctions,
+# particles and time words (赛前). Verbs stay: Chinese names many subjects with them (抽水蓄能, 疲劳驾驶).
+_ZH_GRAMMAR_TAGS = frozenset("r m mq q d f p c u uj ul uz uv ud ug y e o t tg".split())
+_ZH_MODALS = frozenset("应该 应当 需要 能够 可以 可能 必须 要 会 能 该".split())
+
+
+@lru_cache(maxsize=8192)
+def _zh_grammar(word: str) -> bool:
+    """A Chinese grammar word, not a content word (its dictionary tag: see _ZH_GRAMMAR_TAGS)."""
+    if word in _ZH_MODALS:
+        return True
+    import jieba.posseg as posseg
+
+    _quiet_jieba()
+    tags = [flag for _, flag in posseg.cut(word)]
+    return bool(tags) and all(flag in _ZH_GRAMMAR_TAGS for flag in tags)
 
 
 @dataclass(frozen=True)

@@ -488,6 +488,10 @@ class _UncitedCheck:
         plain = plain_text(sentence)
         if not self.enabled or not plain or any(m in sentence for m in _MARKERS):
             return sentence
+        if not tokenize(plain):
+            # No word to look up (":b.:", left where a link was removed): nothing to cite, and a citation added
+            # here would fail the cited-claim check the next time the report is checked.
+            return sentence
         if not lost and not is_factual(plain):
             return sentence
         if any(support_score(plain, text) >= SUPPORTED for text in self.evidence):

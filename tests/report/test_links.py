@@ -7,7 +7,7 @@ with links in every spelling the spec allows and check the rendered page, the Ma
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from research.agents.types import SourceRef
@@ -138,6 +138,9 @@ def test_generated_links_are_unlinked_text_kept_and_the_check_is_idempotent(doc)
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
+# Found by Hypothesis: a link with no word in its text left ":b.:" behind, which the first check cited and
+# the second marked unverified.
+@example(doc=("[:b. :](https://evil.example/p)", ":b. :"))
 def test_after_the_claim_check_the_page_links_only_to_sources_and_anchors(doc):
     md, _ = doc
     checked = report_check(f"# R\n\n{md}\n", SOURCES, remove_sure=False).markdown

@@ -313,8 +313,9 @@ class OfflineEngine:
                 own = (part_words | hints) - subject if part_words - subject else set()
                 # Wide enough: a near-miss page (rejected by the subject model) is read but is no source,
                 # so the step reads on until enough pages on the subject back its answer.
-                rejected = _source_weights(ctx.question, locale, reader.sources).rejected
-                wide = len(reader.sources) - len(rejected) >= min(self.fetch_per_step, MIN_ON_SUBJECT)
+                judged = _source_weights(ctx.question, locale, reader.sources)
+                on_subject = len(reader.sources) - len(judged.rejected) - len(judged.doubtful)
+                wide = on_subject >= min(self.fetch_per_step, MIN_ON_SUBJECT)
                 done = wide and not fallback and covered(
                     ranked, shown=self.sentences_per_step, asked=own, kind=kind, on_subject=check,
                     sources=reader.sources, words=words)
@@ -426,7 +427,8 @@ class OfflineEngine:
                 weight = weights.get(ref.number, 1.0)
                 # (Not when the pages on the subject are in another script: then a page in the
                 # question's script that lacks its subject matched only a word or two, "量产".)
-                if rank < 2 and not (foreign_titles and weight < 0.34 and _same_script(locale, ref)):
+                if rank < 2 and ref.number not in weights.doubtful and not (
+                        foreign_titles and weight < 0.34 and _same_script(locale, ref)):
                     # The search engine's two best hits are on the subject even when they do not
                     # repeat the question's long terms ("公共充电桩" for "中国电动汽车充电桩").
                     weight = max(weight, 0.9)

@@ -25,6 +25,7 @@ from research import textre
 from research.agents.engines.offline.titles import SUBORDINATORS
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import PlanStep
+from research.agents.words import ASPECT_NOUNS_EN
 
 MAX_PARTS = 4
 
@@ -50,12 +51,9 @@ _PREP = frozenset(
 _COMPARE = frozenset("compare compares compared comparing comparison versus vs vs. differ differs difference "
                      "differences between than both either neither".split())
 # Heads that name what is asked, not the subject: "the main obstacles to X" is about X.
-_ASKED_HEADS = frozenset(
-    "obstacle obstacles barrier barriers challenge challenges cost costs price prices risk risks benefit benefits "
-    "advantage advantages disadvantage disadvantages pros cons impact impacts effect effects cause causes driver "
-    "drivers share role future state status limit limits problem problems outlook prospects size growth use uses "
-    "main key biggest major latest current".split()
-)
+# What a question asks of its subject (research.agents.words.ASPECT_NOUNS_EN) and the words that rank it
+# ("the main obstacles to X"): a phrase ending in one names the subject after "of"/"to"/"for"/"on".
+_ASKED_HEADS = ASPECT_NOUNS_EN | frozenset("main key biggest major latest current".split())
 _PRONOUNS = frozenset(("it", "they", "them"))
 _ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
 _DETERMINERS = frozenset("the a an its their this these those my your our his her".split())

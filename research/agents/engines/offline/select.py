@@ -48,6 +48,9 @@ def _same_script(locale: str, ref: SourceRef) -> bool:
     return scripts.same_script(ref.text[:3000], locale)
 
 
+DOUBTFUL = 0.4  # the weight of a page the subject model neither keeps nor turns away (Verdict.firm)
+
+
 class SourceWeights(dict[int, float]):
     """Source number -> weight, and `rejected`: the pages the subject model found to be about another
     subject (research.agents.subject.page_about). A caller may raise a weight (a search's first hits),
@@ -56,6 +59,7 @@ class SourceWeights(dict[int, float]):
     def __init__(self) -> None:
         super().__init__()
         self.rejected: dict[int, str] = {}  # number -> why
+        self.doubtful: dict[int, str] = {}  # number -> why: not shown to be about the subject, nor about another
 
 
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> SourceWeights:
@@ -82,11 +86,6 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         if not _same_script(locale, ref) or not terms:
             foreign.append(ref.number)
             continue
-        verdict = page_about(subject, ref.title, ref.text)
-        if not verdict.about:
-            weights[ref.number] = 0.0
-            weights.rejected[ref.number] = verdict.why
-            continue
         present = set(tokenize(f"{ref.title} {ref.text}"))
         # Long terms weigh more: "固态电池量产" says more about the subject than "限制".
         # A word or two must be there in full ("solid-state" is not "United States"), a long CJK term by half.
@@ -96,6 +95,18 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             for t, head in zip(terms, heads, strict=True)
             if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
         ) / total
+        verdict = page_about(subject, ref.title, ref.text)
+        if not verdict.about and not verdict.firm and share >= 0.34:
+            # No evidence it is about the subject, none that it is about another, and most of the question's
+            # terms are there (it may name the subject otherwise: "herpes zoster" for shingles): read last,
+            # never turned away. A page with few of them is on another topic altogether.
+            weights[ref.number] = DOUBTFUL
+            weights.doubtful[ref.number] = verdict.why
+            continue
+        if not verdict.about:
+            weights[ref.number] = 0.0
+            weights.rejected[ref.number] = verdict.why
+            continue
         if subject.specific:
             # The subject model found the page about the question's specific subject: the share of the
             # question's other words only orders such pages ("公共充电桩利用率偏低" answers a question on
@@ -124,9 +135,14 @@ def _foreign_titles(locale: str, sources: Sequence[SourceRef], weights: dict[int
 def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], shown: int) -> list[RankedSentence]:
     """Give every page that is about the subject a chance: a relevant page with no sentence among
     the first `shown` gets its best-ranked one moved up, in place of the last pick of a page that
-    already has several. Sentences of pages the subject model rejected (`SourceWeights.rejected`) go."""
+    already has several. Sentences of pages the subject model rejected (`SourceWeights.rejected`) go, and
+    those of doubtful pages (`SourceWeights.doubtful`) come last."""
     rejected = getattr(weights, "rejected", {})
     ranked = [r for r in ranked if r.source not in rejected]
+    # A doubtful page (SourceWeights.doubtful) only fills in: its sentences come after every sentence of
+    # the pages shown to be about the subject, whatever their scores.
+    doubtful = getattr(weights, "doubtful", {})
+    ranked = [r for r in ranked if r.source not in doubtful] + [r for r in ranked if r.source in doubtful]
     if not ranked:
         return ranked
     top = ranked[:shown]

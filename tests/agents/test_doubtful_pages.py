@@ -1,0 +1,77 @@
+"""Pages the subject model neither keeps nor turns away (issue 32): a relevant page may name its subject
+another way ("herpes zoster" for shingles, "knee arthroplasty" for knee replacement), so a rejection for
+want of evidence is soft: the page is read last, never turned away; a page that names another subject
+(another place, another kind) still is. Pages written for these tests."""
+
+from __future__ import annotations
+
+from research.agents.engines.offline.parts import _en_parts
+from research.agents.engines.offline.select import DOUBTFUL, _cover_sources, _source_weights
+from research.agents.rank import RankedSentence
+from research.agents.scope import scope_verdict
+from research.agents.subject import page_about, subject_of
+from research.agents.types import SourceRef
+from research.agents.words import _function_word
+from research.ir import stem
+
+Q = "How much does a knee replacement cost in the United States?"
+ON = ("Knee replacement prices in the United States",
+      "A knee replacement cost insurers about 30,000 dollars on average in 2023. Knee replacement prices vary "
+      "by hospital, and outpatient knee replacement is cheaper.")
+SYNONYM = ("Total knee arthroplasty: prices vary by hospital",
+           "A total knee arthroplasty is one of the most common operations in the United States. The average "
+           "cost to insurers was about 30,000 dollars in 2023, but prices ranged from 17,000 to 60,000 "
+           "dollars. Medicare pays about 20,000 dollars for the procedure.")
+
+
+def _refs(*pages: tuple[str, str]) -> list[SourceRef]:
+    return [SourceRef(n, f"https://pages.example/{n}", t, x) for n, (t, x) in enumerate(pages, start=1)]
+
+
+def test_a_page_that_names_the_subject_another_way_is_doubtful_not_rejected():
+    verdict = page_about(subject_of(Q, "en-US"), *SYNONYM)
+    assert not verdict.about and not verdict.firm, verdict
+    weights = _source_weights(Q, "en-US", _refs(ON, SYNONYM))
+    assert 2 in weights.doubtful and 2 not in weights.rejected and weights[2] == DOUBTFUL
+    assert 1 not in weights.doubtful and weights[1] > DOUBTFUL
+
+
+def test_a_page_on_another_place_is_still_turned_away_firmly():
+    question = "中国电动汽车充电桩的数量和利用率如何？"
+    us = ("美国电动汽车充电桩的数量和利用率", "美国公共充电桩约16万个，利用率约为15%。美国电动汽车充电桩分布不均。")
+    verdict = page_about(subject_of(question, "zh-CN"), *us)
+    assert not verdict.about and verdict.firm
+    weights = _source_weights(question, "zh-CN", _refs(us))
+    assert 1 in weights.rejected and 1 not in weights.doubtful
+
+
+def test_a_doubtful_page_s_sentences_come_after_every_sentence_of_the_pages_on_the_subject():
+    weights = _source_weights(Q, "en-US", _refs(ON, SYNONYM))
+    ranked = [RankedSentence("The average price paid by insurers was about 30,000 dollars.", 2, 3.0, 0),
+              RankedSentence("A knee replacement cost insurers about 30,000 dollars.", 1, 1.0, 1)]
+    assert [r.source for r in _cover_sources(ranked, weights, 5)] == [1, 2]
+
+
+def test_a_page_unlike_the_question_altogether_is_not_kept_as_doubtful():
+    # Few of the question's terms: another topic, not the subject named another way.
+    other = ("Tomato blight in wet summers", "Blight spreads fast in wet weather. Growers spray copper twice a week.")
+    weights = _source_weights(Q, "en-US", _refs(ON, other))
+    assert 2 not in weights.doubtful and weights[2] <= 0.05
+
+
+def test_what_is_asked_of_the_subject_is_not_the_subject():
+    # "the warning signs of a heart attack": signs are asked of the subject, the subject follows "of".
+    assert _en_parts("What are the warning signs of a heart attack in women")[1] == "heart attack"
+
+
+def test_speed_is_not_a_past_tense():
+    assert stem("speed") == "speed" and stem("needed") == "need" and stem("cameras") == "camera"
+
+
+def test_chinese_grammar_words_end_a_subject_and_verbs_name_none():
+    assert all(_function_word(w, "zh") for w in ("每周", "应该", "多少", "以前"))
+    assert not any(_function_word(w, "zh") for w in ("驾驶", "蓄能", "座椅"))
+    # 引发 is a verb: "疲劳驾驶引发" is no compound whose head a title must name.
+    question = "疲劳驾驶引发的事故有多少，怎样预防？"
+    verdict = scope_verdict(question, "zh-CN", "疲劳驾驶：被低估的交通杀手", "疲劳驾驶每年造成大量事故。")
+    assert verdict is None or verdict.about
