@@ -59,37 +59,21 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     return tuple(dict.fromkeys(out)), "zh" if zh else "en"
 
 
-@lru_cache(maxsize=4096)
 def _place(word: str, zh: bool) -> bool:
-    if not zh:
-        return False
-    import jieba.posseg as posseg
-
-    S._quiet_jieba()
-    return any(flag == "ns" and w == word for w, flag in posseg.cut(word))
+    return zh and any(flag == "ns" and w == word for w, flag in S.zh_tagged(word))
 
 
-@lru_cache(maxsize=4096)
 def _verb(word: str, script: str) -> bool:
     """A Chinese verb (jieba's tag "v": 引发 of 疲劳驾驶引发的事故) ends the subject phrase, it names no thing;
     a verbal noun (vn: 驾驶 in some phrases) may. English words carry no tag here."""
-    if script != "zh":
-        return False
-    import jieba.posseg as posseg
-
-    S._quiet_jieba()
-    return [flag for _, flag in posseg.cut(word)] == ["v"]
+    return script == "zh" and [flag for _, flag in S.zh_tagged(word)] == ["v"]
 
 
-@lru_cache(maxsize=1024)
 def _places(text: str) -> frozenset[str]:
     """Place names in a Chinese text (jieba's part-of-speech tags)."""
     if not scripts.has_han(text):
         return frozenset()
-    import jieba.posseg as posseg
-
-    S._quiet_jieba()
-    return frozenset(w for w, flag in posseg.cut(text) if flag == "ns" and len(w) >= 2)
+    return frozenset(w for w, flag in S.zh_tagged(text) if flag == "ns" and len(w) >= 2)
 
 
 def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdict | None:

@@ -176,14 +176,19 @@ _ZH_MODALS = frozenset("应该 应当 需要 能够 可以 可能 必须 要 会
 
 
 @lru_cache(maxsize=8192)
+def zh_tagged(text: str) -> tuple[tuple[str, str], ...]:
+    """jieba's (word, part-of-speech tag) pairs of a Chinese text: the one place the tagger is called."""
+    import jieba.posseg as posseg
+
+    _quiet_jieba()
+    return tuple((w, flag) for w, flag in posseg.cut(text))
+
+
 def _zh_grammar(word: str) -> bool:
     """A Chinese grammar word, not a content word (its dictionary tag: see _ZH_GRAMMAR_TAGS)."""
     if word in _ZH_MODALS:
         return True
-    import jieba.posseg as posseg
-
-    _quiet_jieba()
-    tags = [flag for _, flag in posseg.cut(word)]
+    tags = [flag for _, flag in zh_tagged(word)]
     return bool(tags) and all(flag in _ZH_GRAMMAR_TAGS for flag in tags)
 
 
