@@ -17,8 +17,15 @@ from typing import Any
 
 import pytest
 
-from bench.eval.corpus import PAGES_DIR, Page, load_pages, search
-from tests.support.eval_pages import names as _names
+from bench.eval.corpus import PAGES_DIR, Page, load_pages
+from tests.support.eval_pages import (
+    assert_apart,
+    assert_facts_attainable,
+    assert_searches_find_them,
+    pages_of_files,
+    questions_besides,
+    questions_in,
+)
 from tests.support.eval_pages import sentences as _sentences
 from tests.support.eval_pages import states as _states
 
@@ -35,22 +42,17 @@ def pages() -> dict[str, Page]:
 
 @pytest.fixture(scope="module")
 def blind() -> list[dict[str, Any]]:
-    return json.loads(BLIND.read_text(encoding="utf-8"))["questions"]
+    return questions_in(BLIND)
 
 
 @pytest.fixture(scope="module")
 def blind_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
-    """The pages of bench/eval/pages/blind-*.txt alone (load_pages reads a whole directory)."""
-    tmp = tmp_path_factory.mktemp("blind-pages")
-    for file in PAGES_DIR.glob("blind-*.txt"):
-        (tmp / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
-    return load_pages(tmp)
+    return pages_of_files(tmp_path_factory.mktemp("blind-pages"), "blind-")
 
 
 @pytest.fixture(scope="module")
 def others() -> list[dict[str, Any]]:
-    return [q for f in sorted(EVAL_DIR.glob("questions*.json")) if f != BLIND
-            for q in json.loads(f.read_text(encoding="utf-8"))["questions"]]
+    return questions_besides(BLIND)
 
 
 def _over_english(q: dict[str, Any], pages: dict[str, Page]) -> bool:
@@ -111,45 +113,16 @@ def test_the_questions_are_asked_the_way_users_ask(blind):
 
 
 def test_every_fact_is_attainable_on_its_page_and_absent_from_the_distractors(pages, blind):
-    for q in blind:
-        for fact in q["facts"]:
-            assert set(fact["pages"]) <= set(q["pages"]), (q["id"], fact["fact"])
-            assert all(group for group in fact["all"]) and fact["all"], (q["id"], fact["fact"])
-            assert any(_states(fact, s) for name in fact["pages"] for s in _sentences(pages[name])), (
-                q["id"], fact["fact"])
-            for name in q["distractors"]:
-                assert not any(_states(fact, s) for s in _sentences(pages[name])), (q["id"], fact["fact"], name)
+    assert_facts_attainable(pages, blind)
 
 
 def test_a_search_for_the_question_finds_the_near_misses_and_ranks_an_answer_past_the_top_four(pages, blind):
-    corpus = list(pages.values())
-    for q in blind:
-        top = _names(search(corpus, q["question"], "http://x"))
-        assert len(top) == 8
-        assert set(q["near_miss"]) <= set(top), (q["id"], top)
-        assert set(q["pages"]) <= set(top), (q["id"], top)
-        # Reading only the top 4 misses part of the answer.
-        assert any(top.index(name) >= 4 for name in q["pages"]), (q["id"], top)
+    assert_searches_find_them(pages, blind)
 
 
 def test_the_blind_split_shares_no_page_and_no_topic_with_the_other_splits(pages, blind, others, blind_files):
     assert others and all(q["split"] != "blind" for q in others)
-    theirs = {n for q in others for key in ("pages", "distractors", "near_miss") for n in q.get(key, ())}
-    mine = {n for q in blind for n in q["pages"] + q["distractors"] + q["near_miss"]}
-    assert not theirs & mine and not {n for n in theirs if n.startswith("blind-")}
-    assert {n for n in pages if n.startswith("blind-")} == mine, "every blind- page belongs to a question"
-    # ...and lives in the split's own files, which hold nothing else.
-    assert {p.name for p in blind_files} == mine
-    asked = {" ".join(q["question"].casefold().split()) for q in others}
-    assert not asked & {" ".join(q["question"].casefold().split()) for q in blind}
-    corpus = list(pages.values())
-    relevant = {n for q in blind for n in q["pages"]}
-    for q in others:
-        # No answer of ours is among the first results for another split's question, nor theirs for ours.
-        assert not set(_names(search(corpus, q["question"], "http://x", limit=4))) & relevant, q["id"]
-    their_relevant = {n for q in others for n in q["pages"]}
-    for q in blind:
-        assert not set(_names(search(corpus, q["question"], "http://x"))) & their_relevant, q["id"]
+    assert_apart(pages, blind, others, blind_files, "blind-")
 
 
 def test_the_pages_carry_the_junk_real_pages_carry(pages, blind):

@@ -18,9 +18,16 @@ from typing import Any
 
 import pytest
 
-from bench.eval.corpus import PAGES_DIR, Page, load_pages, search
-from tests.support.eval_pages import fold
-from tests.support.eval_pages import names as _names
+from bench.eval.corpus import PAGES_DIR, Page, load_pages
+from tests.support.eval_pages import (
+    assert_apart,
+    assert_facts_attainable,
+    assert_searches_find_them,
+    fold,
+    pages_of_files,
+    questions_besides,
+    questions_in,
+)
 from tests.support.eval_pages import sentences as _sentences
 from tests.support.eval_pages import states as _states
 
@@ -140,26 +147,17 @@ def pages() -> dict[str, Page]:
 
 @pytest.fixture(scope="module")
 def mine() -> list[dict[str, Any]]:
-    return json.loads(DEVPLUS.read_text(encoding="utf-8"))["questions"]
+    return questions_in(DEVPLUS)
 
 
 @pytest.fixture(scope="module")
 def own_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
-    """The pages of bench/eval/pages/devplus-*.txt alone (load_pages reads a whole directory)."""
-    tmp = tmp_path_factory.mktemp("devplus-pages")
-    for file in PAGES_DIR.glob("devplus-*.txt"):
-        (tmp / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
-    return load_pages(tmp)
+    return pages_of_files(tmp_path_factory.mktemp("devplus-pages"), "devplus-")
 
 
 @pytest.fixture(scope="module")
 def others() -> list[dict[str, Any]]:
-    return [q for f in sorted(EVAL_DIR.glob("questions*.json")) if f != DEVPLUS
-            for q in json.loads(f.read_text(encoding="utf-8"))["questions"]]
-
-
-def _top(pages: dict[str, Page], query: str, limit: int = 8) -> list[str]:
-    return _names(search(list(pages.values()), query, "http://x", limit=limit))
+    return questions_besides(DEVPLUS)
 
 
 def _has(text: str, words: list[str]) -> bool:
@@ -206,41 +204,15 @@ def test_two_chinese_questions_are_answered_by_english_pages_found_by_chinese_ke
 
 
 def test_every_fact_is_attainable_on_its_page_and_absent_from_the_distractors(pages, mine):
-    for q in mine:
-        for fact in q["facts"]:
-            assert set(fact["pages"]) <= set(q["pages"]), (q["id"], fact["fact"])
-            assert fact["all"] and all(group for group in fact["all"]), (q["id"], fact["fact"])
-            assert any(_states(fact, s) for name in fact["pages"] for s in _sentences(pages[name])), (
-                q["id"], fact["fact"])
-            for name in q["distractors"]:
-                assert not any(_states(fact, s) for s in _sentences(pages[name])), (q["id"], fact["fact"], name)
+    assert_facts_attainable(pages, mine)
 
 
 def test_a_search_for_the_question_finds_the_near_misses_and_ranks_an_answer_5th_to_8th(pages, mine):
-    for q in mine:
-        top = _top(pages, q["question"])
-        assert len(top) == 8
-        assert set(q["near_miss"]) <= set(top), (q["id"], top)
-        assert set(q["pages"]) <= set(top), (q["id"], top)
-        # Reading only the top 4 misses part of the answer.
-        assert any(top.index(name) >= 4 for name in q["pages"]), (q["id"], top)
+    assert_searches_find_them(pages, mine)
 
 
 def test_the_dev_additions_share_no_page_with_the_other_questions(pages, mine, others, own_files):
-    theirs = {n for q in others for key in ("pages", "distractors", "near_miss") for n in q.get(key, ())}
-    ours = {n for q in mine for n in q["pages"] + q["distractors"] + q["near_miss"]}
-    assert not theirs & ours and not {n for n in theirs if n.startswith("devplus-")}
-    assert not {q["id"] for q in others} & {q["id"] for q in mine}
-    assert {n for n in pages if n.startswith("devplus-")} == ours, "every devplus- page belongs to a question"
-    # ...and lives in the additions' own files, which hold nothing else.
-    assert {p.name for p in own_files} == ours
-    relevant = {n for q in mine for n in q["pages"]}
-    for q in others:
-        # No answer of ours is among the first results for another question, nor theirs among ours.
-        assert not set(_top(pages, q["question"], limit=4)) & relevant, q["id"]
-    their_relevant = {n for q in others for n in q["pages"]}
-    for q in mine:
-        assert not set(_top(pages, q["question"])) & their_relevant, q["id"]
+    assert_apart(pages, mine, others, own_files, "devplus-")
 
 
 def test_relevant_pages_name_the_subject_differently_from_the_question(pages, mine):
