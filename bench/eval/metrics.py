@@ -29,9 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from markdown_it.token import Token
+
 from research.agents.types import SourceRef
 from research.report import check as verify
 from research.report.citations import citation_numbers
+from research.report.markdown import parser
 
 _URL = re.compile(r"https?://[^\s<>()\[\]\"']+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s")
@@ -122,26 +125,40 @@ def fact_found(fact: dict[str, Any], sentences: list[tuple[str, set[str]]]) -> b
     return any(pages & wanted and states_fact(fact, text) for text, pages in sentences)
 
 
+def _wrapped(paragraph: Token, inline: Token, mark: str) -> bool:
+    """The paragraph is one span of `mark` (strong, em) on one line: a part's bold label, a note in italics."""
+    kids = inline.children or []
+    return (bool(kids) and kids[0].type == f"{mark}_open" and kids[-1].type == f"{mark}_close"
+            and sum(k.type == f"{mark}_open" for k in kids) == 1 and paragraph.map is not None
+            and paragraph.map[1] - paragraph.map[0] == 1)
+
+
 def first_paragraph(markdown: str) -> str:
     """The opening answer under the first `##` heading: its first part, notes in italics skipped. An
     answer puts each quote in a paragraph of its own and, for a question in parts, each part's bold label
     ("**What does it cost?**") on a line of its own: the opening is the blocks after the first label up to
-    the next label or heading (for an answer without labels, up to the next heading)."""
+    the next label or heading (for an answer without labels, up to the next heading). Read on markdown-it's
+    block tokens, the parser the report is rendered with."""
     body = verify.report_body(markdown)
-    match = re.search(r"^##\s+.*$", body, re.M)
-    rest = body[match.end() :] if match else body
+    lines = body.split("\n")
+    tokens = parser().parse(body)
+    h2 = next((i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"), None)
+    after = next(i for i in range(h2, len(tokens)) if tokens[i].type == "heading_close") + 1 if h2 is not None else 0
     blocks: list[str] = []
-    for block in re.split(r"\n\s*\n", rest):
-        block = block.strip()
-        if block.startswith("#"):
+    for i in range(after, len(tokens)):
+        token = tokens[i]
+        if token.level != 0 or token.nesting == -1 or token.map is None:
+            continue  # inside a block, or a block's end
+        if token.type == "heading_open":
             break
-        if re.fullmatch(r"\*\*[^\n*]+\*\*", block):
+        if token.type == "paragraph_open" and _wrapped(token, tokens[i + 1], "strong"):
             if blocks:
                 break
             continue
-        if block and not re.fullmatch(r"_[^\n]*_", block):
-            blocks.append(block)
-    return "\n".join(blocks)
+        if token.type == "paragraph_open" and _wrapped(token, tokens[i + 1], "em"):
+            continue
+        blocks.append("\n".join(lines[token.map[0] : token.map[1]]).strip())
+    return "\n".join(block for block in blocks if block)
 
 
 def score_report(markdown: str, sources: list[SourceRef], question: dict[str, Any]) -> Scores:
