@@ -180,6 +180,7 @@ class RankedSentence:
     source: int  # the SourceRef.number to cite
     score: float
     position: int  # index in the input, the deterministic tie-breaker
+    doubtful: bool = False  # its page is not shown to be on the subject: it only fills in, never leads
 
 
 def rank_sentences(

@@ -6,7 +6,8 @@ want of evidence is soft: the page is read last, never turned away; a page that 
 from __future__ import annotations
 
 from research.agents.engines.offline.parts import _en_parts
-from research.agents.engines.offline.select import DOUBTFUL, _cover_sources, _source_weights
+from research.agents.engines.offline.select import DOUBTFUL, _cover_sources, _source_weights, sentence_note
+from research.agents.engines.offline.write import _answer, _key_findings, _Section
 from research.agents.rank import RankedSentence
 from research.agents.scope import scope_verdict
 from research.agents.subject import page_about, subject_of
@@ -75,3 +76,28 @@ def test_chinese_grammar_words_end_a_subject_and_verbs_name_none():
     question = "疲劳驾驶引发的事故有多少，怎样预防？"
     verdict = scope_verdict(question, "zh-CN", "疲劳驾驶：被低估的交通杀手", "疲劳驾驶每年造成大量事故。")
     assert verdict is None or verdict.about
+
+
+def test_the_doubtful_flag_travels_from_the_ranking_into_the_step_notes():
+    weights = _source_weights(Q, "en-US", _refs(ON, SYNONYM))
+    ranked = [RankedSentence("The average price paid by insurers was about 30,000 dollars.", 2, 3.0, 0),
+              RankedSentence("A knee replacement cost insurers about 30,000 dollars.", 1, 1.0, 1)]
+    notes = [sentence_note(r) for r in _cover_sources(ranked, weights, 5)]
+    assert [n.get("doubtful", False) for n in notes] == [False, True]
+
+
+def _section(title: str, *sentences: dict[str, object]) -> _Section:
+    return _Section(title, list(sentences), "", True, {})
+
+
+def test_the_answer_and_key_findings_put_no_doubtful_sentence_first_whatever_its_score():
+    # The writer re-sorts by score (and favours figures): the flag, not the step's order, keeps a doubtful
+    # page's sentence behind every sentence of the pages shown to be on the subject.
+    doubtful = {"text": "Average prices paid by insurers reached 30,000 dollars in 2023 across 400 hospitals.",
+                "source": 2, "score": 9.0, "doubtful": True}
+    firm = {"text": "A knee replacement is priced by each hospital on its own terms.", "source": 1, "score": 1.0}
+    section = _section("Knee replacement cost", doubtful, firm)
+    answer = _answer(Q, [], [section])
+    assert answer and answer[0][1] is firm
+    findings = _key_findings(Q, [section], "academic")
+    assert [s for _, s in findings] == [firm]

@@ -44,6 +44,7 @@ from research.agents.engines.offline.select import (
     _same_script,
     _shared_subject,
     _source_weights,
+    sentence_note,
 )
 from research.agents.engines.offline.titles import readable_steps
 from research.agents.engines.offline.write import _cite, write_report
@@ -379,7 +380,7 @@ class OfflineEngine:
                 "engine": self.name,
                 "query": rank_query,
                 "sources": [ref.number for ref in sources],
-                "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked],
+                "sentences": [sentence_note(r) for r in ranked],
                 "fallback": fallback,
                 "errors": errors,
                 **read,

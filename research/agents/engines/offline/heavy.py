@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from research import scripts, textre
 from research.agents.depth import EMPHASES
 from research.agents.engines.offline.read import fact_note, part_kind
+from research.agents.engines.offline.select import sentence_note
 from research.agents.rank import RankedSentence, near_duplicate
 from research.agents.synthesis import allowed_numbers, finding_check
 from research.agents.text import detect_locale, is_chinese, key_terms
@@ -169,7 +170,7 @@ def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan:
         "facts": fact_note(f"{ctx.question} {step.title}", sources) if kind == "how" else [],
         "engine": engine.name, "run": variant.index, "emphasis": variant.emphasis, "queries": queries,
         "searches": len(queries), "sources": [ref.number for ref in sources], "fallback": fallback,
-        "sentences": [{"text": r.text, "source": r.source, "score": r.score} for r in ranked], "errors": errors,
+        "sentences": [sentence_note(r) for r in ranked], "errors": errors,
     })
 
 
@@ -201,14 +202,15 @@ def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: P
     # The anchor run's finding (the standard step's) leads; the union rerank adds what it lacks.
     anchor = next((i for i, r in enumerate(runs) if isinstance(r.notes, dict) and r.notes.get("anchor")), None)
     lead = picks[anchor][: engine.sentences_per_step] if anchor is not None else []
-    order: list[tuple[str, int, float]] = [(x["text"], x["source"], float(x.get("score") or 0)) for x in lead]
-    extras = [(r.text, r.source, r.score) for r in ranked
-              if not any(near_duplicate(r.text, text) for text, _, _ in order)]
+    order: list[tuple[str, int, float, bool]] = [
+        (x["text"], x["source"], float(x.get("score") or 0), bool(x.get("doubtful"))) for x in lead]
+    extras = [(r.text, r.source, r.score, r.doubtful) for r in ranked
+              if not any(near_duplicate(r.text, text) for text, *_ in order)]
     # Scores of the two rankings are not on one scale: an added sentence ranks below the anchor's last.
-    floor = min((score for _, _, score in order), default=1.0)
-    order += [(text, source, min(score, floor)) for text, source, score in extras]
+    floor = min((score for _, _, score, _ in order), default=1.0)
+    order += [(text, source, min(score, floor), doubtful) for text, source, score, doubtful in extras]
     claims: list[dict[str, Any]] = []
-    for text, source, score in order:
+    for text, source, score, doubtful in order:
         # The runs that picked the claim; those that found it in another page back it with that page too.
         found_in, runs_with = [source], set()
         for index, run in enumerate(picks):
@@ -217,7 +219,8 @@ def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: P
                     runs_with.add(index)
                     found_in.append(x["source"])
         claims.append({"text": text, "source": source, "score": score,
-                       "sources": list(dict.fromkeys(found_in)), "runs": sorted(runs_with)})
+                       "sources": list(dict.fromkeys(found_in)), "runs": sorted(runs_with),
+                       **({"doubtful": True} if doubtful else {})})
     shown = claims[:shown_count]
     merged = "\n".join(_bullet(c["text"], c["sources"], zh) for c in shown) + "\n"
     checked = finding_check(merged, registry, allowed=allowed, locale=locale)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from research import scripts, textre
@@ -141,8 +142,11 @@ def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], show
     ranked = [r for r in ranked if r.source not in rejected]
     # A doubtful page (SourceWeights.doubtful) only fills in: its sentences come after every sentence of
     # the pages shown to be about the subject, whatever their scores.
+    # The flag travels with the sentence (`RankedSentence.doubtful`), so the writer's answer and
+    # findings, which re-sort by score, keep them last too.
     doubtful = getattr(weights, "doubtful", {})
-    ranked = [r for r in ranked if r.source not in doubtful] + [r for r in ranked if r.source in doubtful]
+    ranked = ([r for r in ranked if r.source not in doubtful]
+              + [replace(r, doubtful=True) for r in ranked if r.source in doubtful])
     if not ranked:
         return ranked
     top = ranked[:shown]
@@ -162,6 +166,14 @@ def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], show
         top.append(best)
         present.add(number)
     return top + rest
+
+
+def sentence_note(r: RankedSentence) -> dict[str, Any]:
+    """A ranked sentence as a step's notes keep it for the writer; `doubtful` only where it is."""
+    note: dict[str, Any] = {"text": r.text, "source": r.source, "score": r.score}
+    if r.doubtful:
+        note["doubtful"] = True
+    return note
 
 
 class _SubjectCheck(Protocol):

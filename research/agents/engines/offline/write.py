@@ -229,8 +229,10 @@ def _answer(
         figure = 1.5 if kind == "much" else 1.0
         # For "how much": a sentence that names what the part asks ("成本" for the cost part) answers it
         # before a figure that only shares the subject with it.
-        fresh.sort(key=lambda s: -float(s.get("score") or 0) * _specific(s["text"]) * named(s)
-                   * (figure if _numbers([s["text"]]) else 1.0) * (1.5 if asks & set(tokenize(s["text"])) else 1.0))
+        # A sentence from a doubtful page (its page not shown to be on the subject) only fills in.
+        fresh.sort(key=lambda s: (bool(s.get("doubtful")), -float(s.get("score") or 0) * _specific(s["text"])
+                   * named(s) * (figure if _numbers([s["text"]]) else 1.0)
+                   * (1.5 if asks & set(tokenize(s["text"])) else 1.0)))
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
@@ -290,7 +292,8 @@ def _key_findings(
         # The facet the question asks about ("what limits …": challenges) answers it: up to three findings.
         want = 3 if section.title in asked else 1
         for sentence in section.picked:
-            if used and id(sentence) in used:
+            # A finding is what pages shown to be on the subject say; a doubtful page's sentence is not one.
+            if (used and id(sentence) in used) or sentence.get("doubtful"):
                 continue
             if want and not any(near_duplicate(sentence["text"], c["text"]) for _, c in chosen):
                 chosen.append((section.title, sentence))
