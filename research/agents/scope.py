@@ -63,12 +63,6 @@ def _place(word: str, zh: bool) -> bool:
     return zh and any(flag == "ns" and w == word for w, flag in S.zh_tagged(word))
 
 
-def _verb(word: str, script: str) -> bool:
-    """A Chinese verb (jieba's tag "v": 引发 of 疲劳驾驶引发的事故) ends the subject phrase, it names no thing;
-    a verbal noun (vn: 驾驶 in some phrases) may. English words carry no tag here."""
-    return script == "zh" and [flag for _, flag in S.zh_tagged(word)] == ["v"]
-
-
 def _places(text: str) -> frozenset[str]:
     """Place names in a Chinese text (jieba's part-of-speech tags)."""
     if not scripts.has_han(text):
@@ -79,32 +73,48 @@ def _places(text: str) -> frozenset[str]:
 def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdict | None:
     """A near-miss verdict from the title (see the module doc), or None where the title does not decide."""
     words, script = _phrase(question, locale)
-    if not words or not title.strip() or (script == "zh") != scripts.has_han(title):
+    if not title.strip() or (script == "zh") != scripts.has_han(title):
+        return None
+    if script == "zh":
+        # The place needs no subject phrase: "美国的房子为什么大多是木结构" has none the parts analysis finds,
+        # and a title on 日本的木结构住宅 is still about another place.
+        asked, named = _places(question), _places(title)
+        if asked and named and not (asked & named):
+            return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
+    if not words:
         return None
     page = S._page(title, text)
     title_seq = [w for w, _ in _content_words(title)]
     head, modifiers = words[-1], words[:-1]
-    if script == "zh":
-        asked, named = _places(question), _places(title)
-        if asked and named and not (asked & named):
-            return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
     if page.in_title(head):
         missing = [m for m in modifiers if not page.in_title(m)]
         if missing:
             before = _word_before(title_seq, head, script, words)
             if before and before not in words and S.zipf(before, script) < _MODIFIER_RARE:
-                return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
+                # Unless the page names the question's kind as often as the title's: then the title's word
+                # qualifies the same thing (长跑赛事中的心源性猝死 on a page about marathons, "zoster vaccine"
+                # on a page that says shingles throughout), not another kind of it.
+                least = max(2, page.hits(before))
+                if not all(page.hits(m) >= least for m in missing):
+                    return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
+                return None
             absent = [m for m in missing if not page.hits(m)]
             if script == "en" and absent and before and before not in words:
                 # "white hydrogen" for green hydrogen: a kind named up front, the question's never at all.
                 return S.Verdict(False, f"its title is about {before} {head}; it never says {' '.join(absent)}")
             return None
+        # A Chinese word that holds the compound's first word with a front of its own is another thing of
+        # that name: 禽流感 (avian flu) is one word to the segmenter, not 流感 with a modifier.
+        glued = next((w for w in title_seq if script == "zh" and w != words[0] and w.endswith(words[0])
+                      and w[: -len(words[0])] not in words), "")
+        if glued:
+            return S.Verdict(False, f"its title is about {glued}, not {''.join(words)}")
         # The title names the whole subject, kind and thing (and no other place): it is about it, whatever
         # the frequency rules would make of a term built from the question's other words.
         return S.Verdict(True, f"its title names {' '.join(words)}")
     if page.in_lead(head) and page.hits(head) >= 2:
         return None
-    if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC and not _verb(head, script):
+    if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
         # Soft: "knee arthroplasty" for knee replacement, "spray polyurethane foam" for spray foam insulation
         # name the thing otherwise as often as "green ammonia" names another thing.
         return S.Verdict(False, f"its title names {'/'.join(m for m in modifiers if page.in_title(m))} "

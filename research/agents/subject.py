@@ -193,6 +193,11 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     named, term = _mentions(subject, page)
     if term is None or not named:
         return Verdict(False, f"never names {subject.describe()}", firm=False)
+    main = subject.terms[0]
+    if term is not main and not _named(main, page):
+        # The question's first term is what it is about ("restic" of "set up a restic repository and back
+        # up my home folder"); a page with only a later one ("home folder" with rsync) may be on another.
+        return Verdict(False, f"names {term.text} but never {main.text}", firm=False)
     rivals = _rivals(subject, page, least=2)
     rival, rival_count = rivals[0] if rivals else ("", 0)
     in_title = any(page.in_title(c) for t in subject.terms if _named(t, page) for c in t.core)

@@ -59,6 +59,23 @@ def zipf(word: str, lang: str) -> float:
     return float(zipf_frequency(word, lang))
 
 
+@lru_cache(maxsize=8192)
+def en_classes(word: str) -> frozenset[str]:
+    """The parts of speech an English word can have, from LemmInflect's bundled lexicon ("reduce": VERB;
+    "speed": NOUN or VERB; empty where it does not know the word). No tagger: offline, a word's possible
+    classes are what there is, and they are enough to find where a question's subject ends."""
+    from lemminflect import getAllLemmas  # imported late: its lexicon loads on first use
+
+    return frozenset(getAllLemmas(word.lower()))
+
+
+def en_base_verb(word: str) -> bool:
+    """The word can be a verb in its base form ("reduce", "help", "heat"; not "reduced", "helps")."""
+    from lemminflect import getAllLemmas
+
+    return word.lower() in getAllLemmas(word.lower()).get("VERB", ())
+
+
 # Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的
 # 产能), never the subject itself. A closed class, like stop words, so a list: frequency cannot tell
 # "production" from "battery". The parts analysis, the scope gate and the subject model share it.
@@ -151,8 +168,16 @@ def _raw_words(text: str) -> list[tuple[str, str]]:
             _quiet_jieba()
             out.extend((w, "zh") for w in _compounds(wf_tokenize(han, "zh")))
         elif other.strip():
-            out.extend((w, "en") for w in wf_tokenize(other, "en"))
+            # A possessive names its owner: "restic's repository" is restic's, not a word "restic'".
+            out.extend((_owner(w), "en") for w in wf_tokenize(other, "en"))
     return out
+
+
+def _owner(word: str) -> str:
+    for mark in ("'s", "’s", "'", "’"):
+        if word.endswith(mark) and len(word) > len(mark) + 1:
+            return word[: -len(mark)]
+    return word
 
 
 def _wordlike(word: str) -> bool:

@@ -130,7 +130,7 @@ def test_chinese_later_clauses_that_open_with_a_verb_continue_the_first_phrase()
         "中国的工业机器人产业现状如何", "中国的工业机器人产业面临哪些挑战"]
     assert _titles("铜价为什么上涨，未来会如何变化？", "zh-CN") == ["铜价为什么上涨", "铜价未来会如何变化"]
     assert _titles("黄河流域的水土流失主要原因有哪些？如何治理？", "zh-CN") == [
-        "黄河流域的水土流失主要原因有哪些", "黄河流域如何治理水土流失主要原因"]
+        "黄河流域的水土流失主要原因有哪些", "黄河流域的水土流失如何治理"]  # a place says which 水土流失
 
 
 def test_chinese_lists_are_one_part_per_attribute():

@@ -25,7 +25,7 @@ from research import textre
 from research.agents.engines.offline.titles import SUBORDINATORS
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import PlanStep
-from research.agents.words import ASPECT_NOUNS_EN
+from research.agents.words import ASPECT_NOUNS_EN, ASPECT_NOUNS_ZH, _zh_grammar, en_base_verb, en_classes, zh_tagged
 
 MAX_PARTS = 4
 
@@ -140,6 +140,23 @@ def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
     return tokens[start:end], end
 
 
+def _main_verb(phrase: list[str]) -> int:
+    """Where the main verb stands in the words after "do"/"can"/"will" (0: not found). The subject is a noun
+    phrase, so the verb is the first base-form word after a noun that can only be a verb ("speed cameras
+    reduce", "fasting improve"), or that can be one after a plural ("heat pumps heat homes", "retries
+    help"). A word after an adjective is still in the phrase ("automatic retries")."""
+    for k in range(1, len(phrase)):
+        before, word = phrase[k - 1].lower(), phrase[k]
+        classes, prior = en_classes(word), en_classes(before)
+        plural = before.endswith("s") and not before.endswith("ss")
+        if not ("NOUN" in prior or plural or before.endswith("ing")):  # "fasting": a gerund is a noun
+            continue
+        only_verb = classes and classes <= {"VERB", "AUX"} and "ADJ" not in prior  # "automatic retries"
+        if en_base_verb(word) and (only_verb or plural):
+            return k
+    return 0
+
+
 def _en_subject(tokens: list[str]) -> str:
     """The subject of the first clause: what a later "it"/"its" stands for."""
     aux = _aux_at(tokens)
@@ -148,9 +165,20 @@ def _en_subject(tokens: list[str]) -> str:
         phrase, end = _noun_phrase(tokens, aux + 3)
     elif aux >= 0:
         phrase, end = _noun_phrase(tokens, aux + 1)
-        verb_last = tokens[aux].lower() in _DO_AUX or bool(phrase) and phrase[-1].lower().endswith(("ing", "ed"))
-        if len(phrase) >= 2 and verb_last:
-            phrase = phrase[:-1]  # "What does green hydrogen cost", "Why are egg prices rising": not the verb
+        verb = _main_verb(phrase) if tokens[aux].lower() in _DO_AUX else 0
+        # After "do" the clause has a verb: the phrase's last word where the clause ends with it ("What does
+        # green hydrogen cost"), else only a word that can be a base-form verb ("Do automatic retries help":
+        # "help" is a stop word, "retries" no verb). After "is": -ing/-ed ("Why are egg prices rising").
+        last = phrase[-1] if phrase else ""
+        closes = end >= len(tokens) or tokens[end] in _PUNCT
+        verb_last = ((closes or en_base_verb(last)) if tokens[aux].lower() in _DO_AUX
+                     else last.lower().endswith(("ing", "ed")))
+        if verb:
+            phrase = phrase[:verb]  # "Do speed cameras reduce crashes": the subject ends before its verb
+        elif len(phrase) >= 2 and (verb_last or (end < len(tokens) and tokens[end].lower() == "than")):
+            # "What does green hydrogen cost", "Why are egg prices rising", "Is HIIT better than …": not the
+            # verb, nor the comparative.
+            phrase = phrase[:-1]
     else:  # "What limits X …", "Which companies lead the X market": the longest run after the verb
         runs: list[tuple[list[str], int]] = []
         # The subject is in the main clause: not after "when"/"if" ("… prices when supply and demand shift").
@@ -316,6 +344,9 @@ _ZH_STATE = ("的发展现状", "发展现状", "现状", "情况", "状况", "�
 # A later clause that opens with a passive or agent marker ("由哪家公司开发", "被谁收购") is said of the
 # subject itself, with no 的 between: "X由哪家公司开发", never "X的由哪家公司开发".
 _ZH_AGENT = ("由", "被", "是谁", "是由")
+# A causal verb before 的 makes a relative clause: "疲劳驾驶引发的事故" is the accidents fatigue driving causes,
+# and its subject is what does the causing (疲劳驾驶), not "疲劳驾驶引发". A closed class, so a list.
+_ZH_CAUSES = ("引发", "导致", "造成", "引起", "带来", "诱发", "所致")
 
 
 def _zh_asks(clause: str) -> bool:
@@ -338,9 +369,41 @@ def _zh_subject(clause: str) -> tuple[str, str]:
     cut = clause.rfind("的", 0, ask)
     if cut > 0:
         attr = _ZH_AND.split(clause[cut + 1 : ask])[0]
-        return clause[:cut], attr
-    end = min((clause.find(w) for w in _ZH_SUBJECT_END if clause.find(w) > 0), default=len(clause))
-    return clause[:end], ""
+        subject = clause[:cut]
+        if all(flag == "ns" for _, flag in zh_tagged(subject)):
+            # A place is no subject: "美国的房子为什么…" is about 美国的房子, the place says which.
+            rest = clause[cut + 1 : ask]
+            head = rest[: _zh_marker_at(rest, _ZH_SUBJECT_END, grammar=True)]
+            for state in _ZH_STATE:
+                head = head.removesuffix(state)  # 产业现状: what is asked of 产业
+            words = zh_tagged(head)
+            while len(words) > 1 and (words[-1][0] in ASPECT_NOUNS_ZH or words[-1][1] in ("a", "b", "ad")):
+                words = words[:-1]  # 水土流失主要原因: 原因 is asked of 水土流失, 主要 says which
+            head = "".join(w for w, _ in words)
+            return (f"{subject}的{head}", "") if head and not _zh_asks(head) else (subject, attr)
+        cause = next((v for v in _ZH_CAUSES if subject.endswith(v) and len(subject) > len(v) + 1), "")
+        return subject[: len(subject) - len(cause)], attr
+    subject = clause[: min(ask, _zh_marker_at(clause, _ZH_SUBJECT_END, grammar=True))]
+    # A yes/no question's predicate is no part of its subject: "房贷提前还款划算吗" asks whether 房贷提前还款
+    # is 划算, "电动汽车贵吗" whether 电动汽车 is 贵 (an adjective or verb, by jieba's tag, after a subject).
+    tagged = zh_tagged(subject)
+    if clause[ask:].startswith(("吗", "呢")) and len(tagged) > 1 and tagged[-1][1] in ("a", "v"):
+        subject = subject[: -len(tagged[-1][0])]
+    return subject, ""
+
+
+def _zh_marker_at(clause: str, markers: tuple[str, ...], *, grammar: bool = False) -> int:
+    """Where the first marker begins a word of the clause (jieba's words), or its length: the 能 of 蓄能
+    is no "can", nor the 会 of 社会 a "will" ("抽水蓄能在中国" ends its subject at 在, not inside 蓄能).
+    With `grammar`, a grammar word after the first word ends it too (每周, 应该: research.agents.words)."""
+    starts, at = set(), 0
+    for word, _ in zh_tagged(clause):
+        if grammar and at and _zh_grammar(word):
+            return min(at, _zh_marker_at(clause[:at], markers))
+        starts.add(at)
+        at += len(word)
+    found = [i for m in markers for i in range(1, len(clause)) if i in starts and clause.startswith(m, i)]
+    return min(found, default=len(clause))
 
 
 def _zh_items(region: str) -> list[str]:
@@ -423,7 +486,9 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     subject, attr = _zh_subject(clauses[0])
     if len(subject) < 2 or _zh_asks(subject):
         subject, attr = "", ""  # no subject to carry: later clauses stay as they are
-    phrase = _zh_phrase(clauses[0]) if subject else ""
+    # What a later clause continues: the first clause's phrase, or for a yes/no question its subject
+    # ("房贷提前还款划算吗，要注意哪些费用" → "房贷提前还款要注意哪些费用").
+    phrase = (subject if clauses[0].endswith(("吗", "呢")) else _zh_phrase(clauses[0])) if subject else ""
     whole = [clauses[0]] + [_zh_carry(c, subject, attr, phrase) for c in clauses[1:]]
     parts: list[tuple[str, str]] = []
     for clause in whole:
