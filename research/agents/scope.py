@@ -95,7 +95,8 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
                 # qualifies the same thing (长跑赛事中的心源性猝死 on a page about marathons, "zoster vaccine"
                 # on a page that says shingles throughout), not another kind of it.
                 least = max(2, page.hits(before))
-                if not all(page.hits(m) >= least for m in missing):
+                kinds = [m for m in missing if S.zipf(m, script) < _MODIFIER_RARE] or missing  # not 比赛
+                if not all(page.hits(m) >= least for m in kinds):
                     return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
                 return None
             absent = [m for m in missing if not page.hits(m)]

@@ -6,7 +6,13 @@ want of evidence is soft: the page is read last, never turned away; a page that 
 from __future__ import annotations
 
 from research.agents.engines.offline.parts import _en_parts
-from research.agents.engines.offline.select import DOUBTFUL, _cover_sources, _source_weights, sentence_note
+from research.agents.engines.offline.select import (
+    DOUBTFUL,
+    _cover_sources,
+    _source_weights,
+    lead_sentences,
+    sentence_note,
+)
 from research.agents.engines.offline.write import _answer, _key_findings, _Section
 from research.agents.rank import RankedSentence
 from research.agents.scope import scope_verdict
@@ -101,3 +107,16 @@ def test_the_answer_and_key_findings_put_no_doubtful_sentence_first_whatever_its
     assert answer and answer[0][1] is firm
     findings = _key_findings(Q, [section], "academic")
     assert [s for _, s in findings] == [firm]
+
+
+def test_the_ranking_s_fallback_keeps_the_subject_model_s_verdicts():
+    # When no sentence shares a word with the query, each page's first sentence stands in: never one of a
+    # page on another subject (it was how a triathlon page came to lead a report on marathons), and a
+    # doubtful page's last.
+    weights = _source_weights(Q, "en-US", _refs(SYNONYM, ON, ("Hip replacement prices in the United Kingdom",
+                                                               "A hip replacement costs 12,000 pounds.")))
+    weights.rejected[3] = "another place"  # as the subject model would say of a page on another country
+    candidates = [("A total knee arthroplasty is common.", 1), ("A knee replacement cost 30,000 dollars.", 2),
+                  ("A hip replacement costs 12,000 pounds.", 3)]
+    leads = lead_sentences(candidates, weights, 5)
+    assert [(r.source, r.doubtful) for r in leads] == [(2, False), (1, True)]

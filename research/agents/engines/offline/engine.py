@@ -44,6 +44,7 @@ from research.agents.engines.offline.select import (
     _same_script,
     _shared_subject,
     _source_weights,
+    lead_sentences,
     sentence_note,
 )
 from research.agents.engines.offline.titles import readable_steps
@@ -369,8 +370,9 @@ class OfflineEngine:
         shown = ranked[: self.sentences_per_step]
         # A part nothing answers shows only that (its sentences on the subject stay in the notes for the
         # report's other sections): never a neighbouring subject in its place.
-        lines = ([no_source_line(read["unanswered"], zh, italic=False)] if "unanswered" in read
-                 else [f"- {_cite(r.text, r.source, zh)}" for r in shown])
+        # A step whose pages all turned out to be on other subjects says so on its card, never a blank.
+        lines = ([no_source_line(read.get("unanswered") or step.title, zh, italic=False)]
+                 if "unanswered" in read or not shown else [f"- {_cite(r.text, r.source, zh)}" for r in shown])
         report_md = "\n".join(lines) + "\n"
         return StepResult(
             step_id=step.id,
@@ -462,11 +464,7 @@ class OfflineEngine:
         if ranked:
             return ranked, False, len(candidates)
         # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
-        firsts: dict[int, str] = {}
-        for sentence, number in candidates:
-            firsts.setdefault(number, sentence)
-        leads = list(firsts.items())[:shown]
-        return [RankedSentence(text, number, 0.0, i) for i, (number, text) in enumerate(leads)], True, len(candidates)
+        return lead_sentences(candidates, weights, shown), True, len(candidates)
 
     def synthesize(self, ctx: AgentContext, step: PlanStep, plan: Plan, runs: list[StepResult]) -> StepResult:
         from research.agents.engines.offline import heavy as offline_heavy

@@ -168,6 +168,19 @@ def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], show
     return top + rest
 
 
+def lead_sentences(candidates: Sequence[tuple[str, int]], weights: SourceWeights, shown: int) -> list[RankedSentence]:
+    """The ranking's fallback when no sentence shares a word with the query (another language): each
+    page's first sentence, in search order, under the same verdicts as the ranking: a rejected page
+    gives none, a doubtful page's comes last (and is flagged)."""
+    firsts: dict[int, str] = {}
+    for sentence, number in candidates:
+        if number not in weights.rejected:
+            firsts.setdefault(number, sentence)
+    leads = sorted(firsts.items(), key=lambda lead: lead[0] in weights.doubtful)[:shown]
+    return [RankedSentence(text, number, 0.0, i, doubtful=number in weights.doubtful)
+            for i, (number, text) in enumerate(leads)]
+
+
 def sentence_note(r: RankedSentence) -> dict[str, Any]:
     """A ranked sentence as a step's notes keep it for the writer; `doubtful` only where it is."""
     note: dict[str, Any] = {"text": r.text, "source": r.source, "score": r.score}
