@@ -62,13 +62,16 @@ def test_a_causal_verb_before_de_is_no_part_of_the_subject():
     assert _zh_parts("安全驾驶的技巧有哪些")[1] == "安全驾驶"
 
 
-def test_a_title_on_the_subject_s_kind_without_its_thing_is_doubtful():
-    # 飞行员疲劳 names 疲劳 and never 驾驶: another fatigue, not fatigue at the wheel. Soft: the page may
-    # still name the subject otherwise, so it is read last, not turned away.
+def test_a_title_on_the_subject_s_kind_without_its_thing():
     question = "疲劳驾驶引发的事故有多少，怎样预防？"
-    verdict = scope_verdict(question, "zh-CN", "飞行员疲劳：航空业怎样限制执勤时间",
-                            "民航规定飞行员每天执勤不得超过14小时。疲劳会让飞行员反应变慢。")
-    assert verdict is not None and not verdict.about and not verdict.firm
+    # 飞行员疲劳 names 疲劳, and the page never once names 驾驶: another fatigue, firmly.
+    pilots = scope_verdict(question, "zh-CN", "飞行员疲劳：航空业怎样限制执勤时间",
+                           "民航规定飞行员每天执勤不得超过14小时。疲劳会让飞行员反应变慢。")
+    assert pilots is not None and not pilots.about and pilots.firm
+    # A page that names 驾驶 somewhere, though not in its title, may name the subject otherwise: doubtful.
+    tired = scope_verdict(question, "zh-CN", "疲劳的危害：睡眠不足的人更容易出事",
+                          "睡眠不足的人反应变慢，注意力下降。研究发现，长途驾驶四小时后事故风险明显上升。")
+    assert tired is not None and not tired.about and not tired.firm
 
 
 def test_another_place_is_turned_away_even_where_the_question_has_no_subject_phrase():
@@ -132,3 +135,10 @@ def test_a_page_with_only_the_question_s_later_term_is_doubtful():
     restic = ("restic: fast, secure backups", "restic backs up your home folder to a repository. "
               "Run restic init to create the repository, then restic backup ~.")
     assert page_about(subject, *restic).about
+
+
+def test_two_phrasal_verbs_with_their_objects_are_one_task():
+    # "set up X and back up my home folder": not "set up X" and "set up a back" (a noun list).
+    question = "How do I set up a restic backup repository and back up my home folder?"
+    parts, subject = _en_parts(question)
+    assert [p for p, _ in parts] == [question.rstrip("?")] and subject == "restic backup repository"

@@ -58,6 +58,7 @@ _PRONOUNS = frozenset(("it", "they", "them"))
 _ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
 _DETERMINERS = frozenset("the a an its their this these those my your our his her".split())
 _POSSESSIVES = frozenset(("its", "their"))
+_PARTICLES = frozenset("up down out off in on over back away".split())  # of a phrasal verb: "back up", "set up"
 _TOKEN = textre.compile(r"\d[\d,.]*\d|[^\s,;?!]+|[,;?!]")
 _PUNCT = frozenset(",;?!")
 
@@ -246,8 +247,11 @@ def _en_list(tokens: list[str]) -> list[list[str]] | None:
         right = tokens[k + 1 : r_end]
         if not 1 <= len(right) <= 3:
             continue
-        if r_end < len(tokens) and lows[r_end] in _DETERMINERS:
-            return None  # "install X and configure the broker": two verbs with their objects, one task
+        obj = r_end + 1 if r_end + 1 < len(tokens) and lows[r_end] in _PARTICLES else r_end
+        if obj < len(tokens) and lows[obj] in _DETERMINERS:
+            # "install X and configure the broker", "set up X and back up my folder": two verbs (a particle
+            # may follow one) with their objects, one task.
+            return None
         aux = _aux_at(tokens)
         # The left items: comma-separated runs back from the "and" ("costs , risks and").
         items: list[tuple[int, int]] = []
