@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from research import scripts
-from research.agents.scope import is_aspect, scope_verdict
+from research.agents.scope import is_aspect, scope_verdict, subject_phrase
 from research.agents.text import ZH_STOP_PHRASES
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
     _FUNCTION,
@@ -56,6 +56,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _rare_words,
     _raw_words,
     _wordlike,
+    compound,
     words,
     zipf,
 )
@@ -151,6 +152,12 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         parent = subject_of(within, locale)
         terms = list(parent.terms)
         vocabulary |= parent.vocabulary
+    if not terms:
+        # A compound of common words ("heart attack", "term insurance") names a thing as surely as a rare
+        # word does, as a compound: a page on a panic attack or on stroke is not about it.
+        phrase = subject_phrase(question, locale)
+        if len(phrase) >= 2 and not any(scripts.has_han(w) for w in phrase):
+            terms = [Term(text=" ".join(phrase), words=phrase, core=(compound(phrase),))]
     unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
                    general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
@@ -205,9 +212,16 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     if in_title and not rival_title:
         return Verdict(True, f"names {term.text} in its title")
     if rival_title and not in_title:
-        if named >= 2 * max(rival_count, page.hits(rival_title)):
+        rival_most = max(rival_count, page.hits(rival_title))
+        if named >= 2 * rival_most:
             return Verdict(True, f"names {term.text} {named} times")
-        return Verdict(False, f"its title is about {rival_title}, not {term.text}")
+        # Named as often as the title's word or the page's most used: the title may name the subject's
+        # setting ("Encrypted backups on Linux" for a restic walkthrough), not another subject.
+        # A subject of common words only ("heart attack") is no match for a rare title word on rarity
+        # alone ("Myocardial infarction in women"): never a firm verdict then.
+        common = all(" " in t.head for t in subject.terms)
+        return Verdict(False, f"its title is about {rival_title}, not {term.text}",
+                       firm=named < rival_most and not common)
     # Named up front and not outnumbered more than twice by another topic word: a page that names its
     # subject once and then says "they" is about it; "Unlike GLP-1 drugs, surgery …" is not.
     in_lead = any(page.in_lead(c) for t in subject.terms if _named(t, page) for c in t.core)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -226,19 +227,40 @@ class _Page:
     title_words: frozenset[str]
     lead: frozenset[str]
     lead_text: str
+    title_seq: tuple[str, ...] = ()
+    body_seq: tuple[str, ...] = ()
 
     # A Chinese word is counted in the raw text, not among the segmenter's words: jieba cuts the same
     # word differently in different sentences (公共充电桩约 gave 充电 + 桩约), and 城际 is still never in 城市.
+    # An English compound of common words ("heart attack": see `compound`) is counted as a compound.
     def hits(self, word: str) -> int:
         if scripts.has_han(word):
             return self.title.count(word) + self.text.count(word)
+        if " " in word:
+            return _compound_count(self.title_seq, word) + _compound_count(self.body_seq, word)
         return self.counts.get(word, 0)
 
     def in_title(self, word: str) -> bool:
-        return word in self.title if scripts.has_han(word) else word in self.title_words
+        if scripts.has_han(word):
+            return word in self.title
+        return _compound_count(self.title_seq, word) > 0 if " " in word else word in self.title_words
 
     def in_lead(self, word: str) -> bool:
-        return word in self.lead_text if scripts.has_han(word) else word in self.lead
+        if scripts.has_han(word):
+            return word in self.lead_text
+        return _compound_count(self.body_seq[:_LEAD_WORDS], word) > 0 if " " in word else word in self.lead
+
+
+def compound(words: Sequence[str]) -> str:
+    """An English compound of (normalised) words as one name a page is searched for: "heart attack"."""
+    return " ".join(words)
+
+
+def _compound_count(seq: Sequence[str], name: str) -> int:
+    """How often a compound is named: its last word with each other word among the three words before
+    it ("solid-state battery" names "solid battery"; "panic attack" does not name "heart attack")."""
+    *modifiers, head = name.split(" ")
+    return sum(1 for i, w in enumerate(seq) if w == head and all(m in seq[max(0, i - 3) : i] for m in modifiers))
 
 
 @lru_cache(maxsize=256)
@@ -249,4 +271,4 @@ def _page(title: str, text: str) -> _Page:
     merged = {w: max(head_freq.get(w, 0.0), freq.get(w, 0.0)) for w in {*head_freq, *freq}}
     return _Page(title=title, text=text, counts=Counter(head) + Counter(body), freq=merged,
                  title_words=frozenset(head), lead=frozenset(body[:_LEAD_WORDS]),
-                 lead_text="".join(body[:_LEAD_WORDS]))
+                 lead_text="".join(body[:_LEAD_WORDS]), title_seq=head, body_seq=body)

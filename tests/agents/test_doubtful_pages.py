@@ -25,10 +25,12 @@ Q = "How much does a knee replacement cost in the United States?"
 ON = ("Knee replacement prices in the United States",
       "A knee replacement cost insurers about 30,000 dollars on average in 2023. Knee replacement prices vary "
       "by hospital, and outpatient knee replacement is cheaper.")
+# The technical name up front, the usual one said once further on: a page that never once said
+# "replacement" would be firmly turned away, as "Solid-state drive production" is for solid-state batteries.
 SYNONYM = ("Total knee arthroplasty: prices vary by hospital",
            "A total knee arthroplasty is one of the most common operations in the United States. The average "
            "cost to insurers was about 30,000 dollars in 2023, but prices ranged from 17,000 to 60,000 "
-           "dollars. Medicare pays about 20,000 dollars for the procedure.")
+           "dollars. Medicare pays about 20,000 dollars for the procedure, which patients call a knee replacement.")
 
 
 def _refs(*pages: tuple[str, str]) -> list[SourceRef]:

@@ -142,3 +142,41 @@ def test_two_phrasal_verbs_with_their_objects_are_one_task():
     question = "How do I set up a restic backup repository and back up my home folder?"
     parts, subject = _en_parts(question)
     assert [p for p, _ in parts] == [question.rstrip("?")] and subject == "restic backup repository"
+
+
+def test_a_compound_of_common_words_is_named_as_a_compound():
+    from research.agents.words import _compound_count, words
+
+    assert _compound_count(words("Solid-state battery pilot lines"), "solid battery") == 1
+    assert _compound_count(words("Panic attack or a racing heart?"), "heart attack") == 0
+    assert _compound_count(words("A heart attack, unlike a panic attack, needs care."), "heart attack") == 1
+
+
+def test_a_question_of_common_words_has_its_compound_for_subject():
+    from research.agents.subject import page_about, subject_of
+
+    subject = subject_of("What are the warning signs of a heart attack in women?", "en-US")
+    assert subject.specific and subject.describe() == "heart attack"
+    on = ("Heart attack symptoms in women", "Women having a heart attack often feel short of breath. "
+          "A heart attack in women may come without chest pain.")
+    stroke = ("Stroke in women: warning signs", "Face drooping and arm weakness are the classic signs of a "
+              "stroke. Women have more strokes than men.")
+    assert page_about(subject, *on).about
+    verdict = page_about(subject, *stroke)
+    assert not verdict.about and not verdict.firm  # never named: doubtful, it may name it otherwise
+
+
+def test_a_title_on_the_subject_s_setting_is_doubtful_where_the_page_names_the_subject_as_often():
+    from research.agents.subject import page_about, subject_of
+
+    subject = subject_of("How do I set up a restic backup repository?", "en-US")
+    walkthrough = ("Encrypted, deduplicated backups on Linux: a walkthrough",
+                   "A repository holds the backups. Install restic with your package manager. Choose a password "
+                   "for the repository and keep it safe: without the password the data cannot be read. Run "
+                   "restic init, then restic backup. A walkthrough for the first password prompt follows.")
+    verdict = page_about(subject, *walkthrough)
+    assert not verdict.about and not verdict.firm
+    borg = ("BorgBackup: a deduplicating archiver", "BorgBackup stores deduplicated archives. Borg encrypts "
+            "archives with a passphrase. Borg prunes old archives. Unlike restic, Borg needs borg on the server.")
+    verdict = page_about(subject, *borg)
+    assert not verdict.about and verdict.firm
