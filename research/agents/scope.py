@@ -121,14 +121,14 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     if page.in_lead(head) and page.hits(head) >= 2:
         return None
     if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
-        kinds = '/'.join(m for m in modifiers if page.in_title(m))
+        said = '/'.join(m for m in modifiers if page.in_title(m))
         if not page.hits(head):
             # Not once on the whole page: the kind is said of another thing (a solid-state *drive*, roof
             # shingles, 飞行员疲劳), which is evidence, not the want of it.
-            return S.Verdict(False, f"its title names {kinds} and the page never names {head}")
+            return S.Verdict(False, f"its title names {said} and the page never names {head}")
         # Soft: "knee arthroplasty" for knee replacement names the thing otherwise as often as "green
         # ammonia" names another thing; both say the thing itself somewhere.
-        return S.Verdict(False, f"its title names {kinds} but not {head}", firm=False)
+        return S.Verdict(False, f"its title names {said} but not {head}", firm=False)
     # Neither the thing nor its kind up front, the question's attribute words in the title: the same
     # question asked of something else ("中国储能电芯的产能和价格情况" for 光伏组件).
     aspects = _ASPECTS_ZH if script == "zh" else _ASPECTS_EN
