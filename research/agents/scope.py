@@ -38,6 +38,7 @@ _MODIFIER_RARE = 4.5
 # A head this common (power 5.5, energy 5.2) is often left out ("rooftop solar" is solar power), so a title
 # naming only the kind is not another thing; battery (4.5) or 电池 (4.4) is not left out that way.
 _HEAD_SPECIFIC = 5.0  # a word before the head rarer than this names a kind (sulfur 3.3, 电动自行车), not "public"
+COMMON_HEAD = _HEAD_SPECIFIC  # a head this common is one titles leave out: the subject model's compounds too
 
 
 def _content_words(text: str) -> list[tuple[str, str]]:

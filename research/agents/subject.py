@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from research import scripts
-from research.agents.scope import is_aspect, scope_verdict, subject_phrase
+from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
 from research.agents.text import ZH_STOP_PHRASES
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
     _FUNCTION,
@@ -72,6 +72,7 @@ class Term:
     text: str
     words: tuple[str, ...]
     core: tuple[str, ...]
+    common: bool = False  # a compound of common words, no specific word in it ("heart attack")
 
     @property
     def head(self) -> str:
@@ -157,7 +158,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         # word does, as a compound: a page on a panic attack or on stroke is not about it.
         phrase = subject_phrase(question, locale)
         if len(phrase) >= 2 and not any(scripts.has_han(w) for w in phrase):
-            terms = [Term(text=" ".join(phrase), words=phrase, core=(compound(phrase),))]
+            # A head this common is one that pages leave out ("rooftop solar" is solar power): the
+            # modifiers name the thing then.
+            named = phrase[:-1] if zipf(phrase[-1], "en") >= COMMON_HEAD else phrase
+            terms = [Term(text=" ".join(phrase), words=phrase, core=(compound(named),), common=True)]
     unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
                    general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
@@ -219,7 +223,7 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
         # setting ("Encrypted backups on Linux" for a restic walkthrough), not another subject.
         # A subject of common words only ("heart attack") is no match for a rare title word on rarity
         # alone ("Myocardial infarction in women"): never a firm verdict then.
-        common = all(" " in t.head for t in subject.terms)
+        common = all(t.common for t in subject.terms)
         return Verdict(False, f"its title is about {rival_title}, not {term.text}",
                        firm=named < rival_most and not common)
     # Named up front and not outnumbered more than twice by another topic word: a page that names its
@@ -316,8 +320,7 @@ def subject_note(question: str, locale: str, title: str, text: str) -> str:
     verdict = page_about(subject, title, text)
     if verdict.about:
         return ""
+    # Short: it rides on the page's share of the workspace, once per page the check doubts.
     if locale.lower().startswith("zh"):
-        return (f"*主题核查：此页面似乎谈的是另一主题，而非问题的主题“{subject.describe()}”（{verdict.why}）。"
-                "只可引用其中关于该主题的内容。*\n")
-    return (f"*Subject check: this page looks like it is about another subject than the question's "
-            f"({subject.describe()}: {verdict.why}). Cite it only for what it says about that subject.*\n")
+        return f"*主题核查：可能不是“{subject.describe()}”（{verdict.why}），只引用其中关于该主题的内容。*\n"
+    return f"*Subject check: may not be about {subject.describe()} ({verdict.why}); cite it only on that.*\n"

@@ -180,3 +180,12 @@ def test_a_title_on_the_subject_s_setting_is_doubtful_where_the_page_names_the_s
             "archives with a passphrase. Borg prunes old archives. Unlike restic, Borg needs borg on the server.")
     verdict = page_about(subject, *borg)
     assert not verdict.about and verdict.firm
+
+
+def test_a_compound_whose_head_pages_leave_out_is_named_by_its_modifier():
+    # "Rooftop solar" is solar power: "power" (Zipf 5.5) is a head titles drop, as the scope gate knows.
+    from research.agents.subject import names_subject, subject_of
+
+    subject = subject_of("How fast are solar power costs falling?", "en-US")
+    assert names_subject(subject, "Rooftop solar panels now cost half what they did in 2015.")
+    assert not names_subject(subject, "Battery packs cost 139 dollars per kilowatt-hour in 2023.")

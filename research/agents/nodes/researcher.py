@@ -211,7 +211,12 @@ class ResearchRun:
         self.registered[ref.number] = ref
         # A near-miss page (same words, another subject) is flagged to the model (research.agents.subject).
         note = subject_note(self.ctx.question, self.ctx.locale or "en-US", ref.title, ref.text)
-        return note + source_listing(self.llm, ref, self.source_cap())
+        # The note is part of the page's share of the workspace, not added on top of it: a round that reads
+        # several near misses must not outgrow the others (the workspace stays flat, issue 32).
+        cap = self.source_cap()
+        if note:
+            cap = max(cap // 2, cap - self.llm.count_tokens(note))
+        return note + source_listing(self.llm, ref, cap)
 
     def _kb(self, args: dict[str, Any]) -> str:
         query = self._text_arg(args, "query", "knowledge_search")[:400]
