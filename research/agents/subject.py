@@ -57,6 +57,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _raw_words,
     _wordlike,
     compound,
+    en_verb_after,
     words,
     zipf,
 )
@@ -147,6 +148,15 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
                 vocabulary.add(_norm(word))  # 中国, 发展: general, and never a competing subject
             continue
         vocabulary.add(_norm(word))
+        if lang == "en" and run and run[-1][1] == "en" and en_verb_after(run[-1][0], word):
+            # "Do speed cameras reduce crashes": the verb ends the subject's run and names nothing; a run
+            # of common words before it is still the subject, as a compound (its object is not).
+            before, found = tuple(_norm(w) for w, _ in run), len(terms)
+            close()
+            if len(terms) == found and len(before) >= 2:
+                terms.append(Term(text=" ".join(before), words=before, core=(compound(before),), common=True))
+            general.append(_norm(word))
+            continue
         run.append((word, lang))
     close()
     if not terms and within and within.strip() != question.strip():

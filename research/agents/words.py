@@ -77,6 +77,20 @@ def en_base_verb(word: str) -> bool:
     return word.lower() in getAllLemmas(word.lower()).get("VERB", ())
 
 
+def en_verb_after(before: str, word: str) -> bool:
+    """Whether `word` is the verb of a clause whose subject ends with `before`. A subject is a noun phrase,
+    so the verb is a base-form word after a noun that can only be a verb ("speed cameras reduce",
+    "fasting improve"), or that can be one after a plural ("heat pumps heat homes", "retries help"); a
+    word after an adjective is still in the phrase ("automatic retries")."""
+    before = before.lower()
+    classes, prior = en_classes(word), en_classes(before)
+    plural = before.endswith("s") and not before.endswith("ss")
+    if not ("NOUN" in prior or plural or before.endswith("ing")):  # "fasting": a gerund is a noun
+        return False
+    only_verb = bool(classes) and classes <= {"VERB", "AUX"} and "ADJ" not in prior
+    return en_base_verb(word) and (only_verb or plural)
+
+
 # Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的
 # 产能), never the subject itself. A closed class, like stop words, so a list: frequency cannot tell
 # "production" from "battery". The parts analysis, the scope gate and the subject model share it.

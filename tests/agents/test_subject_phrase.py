@@ -189,3 +189,14 @@ def test_a_compound_whose_head_pages_leave_out_is_named_by_its_modifier():
     subject = subject_of("How fast are solar power costs falling?", "en-US")
     assert names_subject(subject, "Rooftop solar panels now cost half what they did in 2015.")
     assert not names_subject(subject, "Battery packs cost 139 dollars per kilowatt-hour in 2023.")
+
+
+def test_the_subject_model_stops_a_term_at_the_verb_and_keeps_the_subject_before_it():
+    from research.agents.subject import subject_of
+
+    subject = subject_of("Do speed cameras reduce crashes, and by how much?", "en-US")
+    # The object ("crashes") is no subject of its own ahead of the thing asked about.
+    assert [t.text for t in subject.terms][0] == "speed camera" and subject.terms[0].common
+    assert "reduce" in subject.general
+    fasting = subject_of("Does intermittent fasting improve insulin sensitivity?", "en-US")
+    assert [t.text for t in fasting.terms] == ["intermittent fasting", "insulin sensitivity"]

@@ -25,7 +25,14 @@ from research import textre
 from research.agents.engines.offline.titles import SUBORDINATORS
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, detect_locale, is_chinese, key_terms
 from research.agents.types import PlanStep
-from research.agents.words import ASPECT_NOUNS_EN, ASPECT_NOUNS_ZH, _zh_grammar, en_base_verb, en_classes, zh_tagged
+from research.agents.words import (
+    ASPECT_NOUNS_EN,
+    ASPECT_NOUNS_ZH,
+    _zh_grammar,
+    en_base_verb,
+    en_verb_after,
+    zh_tagged,
+)
 
 MAX_PARTS = 4
 
@@ -142,20 +149,9 @@ def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
 
 
 def _main_verb(phrase: list[str]) -> int:
-    """Where the main verb stands in the words after "do"/"can"/"will" (0: not found). The subject is a noun
-    phrase, so the verb is the first base-form word after a noun that can only be a verb ("speed cameras
-    reduce", "fasting improve"), or that can be one after a plural ("heat pumps heat homes", "retries
-    help"). A word after an adjective is still in the phrase ("automatic retries")."""
-    for k in range(1, len(phrase)):
-        before, word = phrase[k - 1].lower(), phrase[k]
-        classes, prior = en_classes(word), en_classes(before)
-        plural = before.endswith("s") and not before.endswith("ss")
-        if not ("NOUN" in prior or plural or before.endswith("ing")):  # "fasting": a gerund is a noun
-            continue
-        only_verb = classes and classes <= {"VERB", "AUX"} and "ADJ" not in prior  # "automatic retries"
-        if en_base_verb(word) and (only_verb or plural):
-            return k
-    return 0
+    """Where the main verb stands in the words after "do"/"can"/"will" (0: not found; see
+    research.agents.words.en_verb_after)."""
+    return next((k for k in range(1, len(phrase)) if en_verb_after(phrase[k - 1], phrase[k])), 0)
 
 
 def _en_subject(tokens: list[str]) -> str:
