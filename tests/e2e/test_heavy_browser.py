@@ -31,7 +31,7 @@ def test_heavy_job_shows_k_runs_per_step_live_then_the_finding_report_and_files(
     base = asgi_server.url
     sign_in(page, base)
     page.goto(base + "/jobs/new/")
-    page.fill("#id_question", "What limits solid-state batteries?")
+    page.fill("#id_question", "What limits grid-scale battery storage?")
     page.select_option("select[name=engine]", "offline")
     page.fill("#id_max_steps", "2")
     page.select_option("select[name=depth]", "heavy")

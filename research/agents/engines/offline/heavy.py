@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from research import scripts, textre
 from research.agents.depth import EMPHASES
-from research.agents.engines.offline.read import fact_note, part_kind
+from research.agents.engines.offline.read import fact_note, no_source_line, part_kind
 from research.agents.engines.offline.select import sentence_note
 from research.agents.rank import RankedSentence, near_duplicate
 from research.agents.synthesis import allowed_numbers, finding_check
@@ -164,7 +164,9 @@ def research_run(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan:
     ctx.emit("step.activity", {"kind": "rank", "candidates": candidates,
                                "selected": min(len(ranked), engine.sentences_per_step)})
     zh = is_chinese(locale)
-    report_md = "\n".join(_bullet(r.text, [r.source], zh) for r in ranked[: engine.sentences_per_step]) + "\n"
+    # Pages were read but none is on the subject: said plainly, as a standard step says it (never a blank).
+    report_md = "\n".join([_bullet(r.text, [r.source], zh) for r in ranked[: engine.sentences_per_step]]
+                          or [no_source_line(step.title, zh, italic=False)]) + "\n"
     kind = part_kind(step.title) or part_kind(ctx.question)
     return StepResult(step.id, step.title, report_md, notes={
         "facts": fact_note(f"{ctx.question} {step.title}", sources) if kind == "how" else [],
@@ -187,8 +189,14 @@ def synthesize(engine: OfflineEngine, ctx: AgentContext, step: PlanStep, plan: P
             for r in runs if isinstance(r.notes, dict)]
     sources = _interleave(read)
     picks = [[s for s in _sentences(r) if s["source"] in allowed] for r in runs]
-    if not sources or not any(picks):
-        raise ToolError(f"the {len(runs)} runs of step '{step.title}' found no sentence from a registered source")
+    if not sources:
+        raise ToolError(f"the {len(runs)} runs of step '{step.title}' found no registered source")
+    if not any(picks):
+        # The runs read pages, none on the subject: the step's finding is that, said plainly.
+        line = no_source_line(step.title, zh, italic=False)
+        return StepResult(step.id, step.title, line + "\n", notes={
+            "engine": engine.name, "synthesis": True, "runs": len(runs), "shown": 0, "agreed": 0,
+            "sources": [], "sentences": [], "facts": [], "covered": False})
     picked_by: dict[str, int] = {}
     for run in picks:
         for text in {s["text"] for s in run}:
