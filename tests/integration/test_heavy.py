@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def test_heavy_offline_job_runs_k_parallel_runs_per_step_and_synthesizes(alice, worker, live_settings):
-    job = services.job_create(user=alice, question="What limits solid-state batteries?",
+    job = services.job_create(user=alice, question="What limits grid-scale battery storage?",
                               options={"engine": "offline", "auto_accept": True, "max_steps": 2,
                                        "depth": "heavy", "runs": 3})
     job = wait_for(job, {JobStatus.DONE, JobStatus.FAILED}, timeout=240, worker=worker)
