@@ -154,7 +154,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             before, found = tuple(_norm(w) for w, _ in run), len(terms)
             close()
             if len(terms) == found and len(before) >= 2:
-                terms.append(Term(text=" ".join(before), words=before, core=(compound(before),), common=True))
+                terms.append(_compound_term(before))
             general.append(_norm(word))
             continue
         run.append((word, lang))
@@ -170,11 +170,15 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         if len(phrase) >= 2 and not any(scripts.has_han(w) for w in phrase):
             # A head this common is one that pages leave out ("rooftop solar" is solar power): the
             # modifiers name the thing then.
-            named = phrase[:-1] if zipf(phrase[-1], "en") >= COMMON_HEAD else phrase
-            terms = [Term(text=" ".join(phrase), words=phrase, core=(compound(named),), common=True)]
+            terms = [_compound_term(phrase, named=phrase[:-1] if zipf(phrase[-1], "en") >= COMMON_HEAD else phrase)]
     unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
                    general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
+
+
+def _compound_term(phrase: tuple[str, ...], *, named: tuple[str, ...] | None = None) -> Term:
+    """A subject term of common words, named as a compound (of `named`, else all its words)."""
+    return Term(text=" ".join(phrase), words=phrase, core=(compound(named or phrase),), common=True)
 
 
 def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int]]:

@@ -61,20 +61,23 @@ def zipf(word: str, lang: str) -> float:
 
 
 @lru_cache(maxsize=8192)
+def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
+    """LemmInflect's lemmas of a lower-cased English word by part of speech (one lookup per word)."""
+    from lemminflect import getAllLemmas  # imported late: its lexicon loads on first use
+
+    return dict(getAllLemmas(word))
+
+
 def en_classes(word: str) -> frozenset[str]:
     """The parts of speech an English word can have, from LemmInflect's bundled lexicon ("reduce": VERB;
     "speed": NOUN or VERB; empty where it does not know the word). No tagger: offline, a word's possible
     classes are what there is, and they are enough to find where a question's subject ends."""
-    from lemminflect import getAllLemmas  # imported late: its lexicon loads on first use
-
-    return frozenset(getAllLemmas(word.lower()))
+    return frozenset(_lemmas(word.lower()))
 
 
 def en_base_verb(word: str) -> bool:
     """The word can be a verb in its base form ("reduce", "help", "heat"; not "reduced", "helps")."""
-    from lemminflect import getAllLemmas
-
-    return word.lower() in getAllLemmas(word.lower()).get("VERB", ())
+    return word.lower() in _lemmas(word.lower()).get("VERB", ())
 
 
 def en_verb_after(before: str, word: str) -> bool:
@@ -241,8 +244,8 @@ class _Page:
     title_words: frozenset[str]
     lead: frozenset[str]
     lead_text: str
-    title_seq: tuple[str, ...] = ()
-    body_seq: tuple[str, ...] = ()
+    title_seq: tuple[str, ...]
+    body_seq: tuple[str, ...]
 
     # A Chinese word is counted in the raw text, not among the segmenter's words: jieba cuts the same
     # word differently in different sentences (公共充电桩约 gave 充电 + 桩约), and 城际 is still never in 城市.

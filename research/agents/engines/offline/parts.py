@@ -396,14 +396,14 @@ def _zh_marker_at(clause: str, markers: tuple[str, ...], *, grammar: bool = Fals
     """Where the first marker begins a word of the clause (jieba's words), or its length: the 能 of 蓄能
     is no "can", nor the 会 of 社会 a "will" ("抽水蓄能在中国" ends its subject at 在, not inside 蓄能).
     With `grammar`, a grammar word after the first word ends it too (每周, 应该: research.agents.words)."""
-    starts, at = set(), 0
+    starts, at, end = set(), 0, len(clause)
     for word, _ in zh_tagged(clause):
         if grammar and at and _zh_grammar(word):
-            return min(at, _zh_marker_at(clause[:at], markers))
+            end = at
+            break
         starts.add(at)
         at += len(word)
-    found = [i for m in markers for i in range(1, len(clause)) if i in starts and clause.startswith(m, i)]
-    return min(found, default=len(clause))
+    return min((i for i in starts if i and any(clause.startswith(m, i) for m in markers)), default=end)
 
 
 def _zh_items(region: str) -> list[str]:
