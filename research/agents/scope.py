@@ -123,9 +123,9 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         return None
     if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
         said = '/'.join(m for m in modifiers if page.in_title(m))
-        if not page.hits(head):
-            # Not once on the whole page: the kind is said of another thing (a solid-state *drive*, roof
-            # shingles, 飞行员疲劳), which is evidence, not the want of it.
+        if not page.names_family(head):
+            # Not once on the whole page, in no form ("insulates" is a form of insulation): the kind is said
+            # of another thing (a solid-state *drive*, roof shingles, 飞行员疲劳): evidence, not the want of it.
             return S.Verdict(False, f"its title names {said} and the page never names {head}")
         # Soft: "knee arthroplasty" for knee replacement names the thing otherwise as often as "green
         # ammonia" names another thing; both say the thing itself somewhere.

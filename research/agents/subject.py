@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from research import scripts
+from research.agents import synonyms
 from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
 from research.agents.text import ZH_STOP_PHRASES
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
@@ -88,6 +89,13 @@ class Subject:
     general: tuple[str, ...]  # the question's other content words: what it asks about them
     vocabulary: frozenset[str] = field(default_factory=frozenset)  # every content word of the question
     competitors: frozenset[str] = field(default_factory=frozenset)  # what near-miss pages are about
+    # (another name, the question's word): WordNet's single-meaning synonyms ("zoster" for shingles)
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    def read(self, text: str) -> str:
+        """A page's text as the subject model reads it: other names of the question's words replaced
+        by the question's own ("Recombinant zoster vaccine" → "Recombinant shingles vaccine")."""
+        return synonyms.rewrite(text, self.aliases)
 
     @property
     def specific(self) -> bool:
@@ -172,8 +180,9 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             # modifiers name the thing then.
             terms = [_compound_term(phrase, named=phrase[:-1] if zipf(phrase[-1], "en") >= COMMON_HEAD else phrase)]
     unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
+    names = synonyms.aliases(f"{question} {within or ''}") if not scripts.has_han(question) else ()
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
-                   general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary))
+                   general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary), aliases=names)
 
 
 def _compound_term(phrase: tuple[str, ...], *, named: tuple[str, ...] | None = None) -> Term:
@@ -209,6 +218,7 @@ def _mentions(subject: Subject, page: _Page) -> tuple[int, Term | None]:
 def page_about(subject: Subject, title: str, text: str) -> Verdict:
     """Whether a page is about the subject: its specific term is in the title or the lead, or named more
     often than any other specific word, never a passing mention (see the module doc)."""
+    title, text = subject.read(title), subject.read(text)
     gate = scope_verdict(subject.question, subject.locale, title, text)
     if gate is not None:
         return gate  # another kind, thing or place than the question's (a near miss)
@@ -256,6 +266,7 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
 def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:
     """The text names one of the subject's terms: its head, or another of its specific words where the
     context (the page) names the term too ("充电桩" on a page on 电动汽车充电桩)."""
+    text, context, title = subject.read(text), subject.read(context), subject.read(title)
     own = _page("", text)
     whole = _page(title, context) if context or title else None
     return any(
@@ -277,7 +288,7 @@ def sentence_about(subject: Subject, sentence: str, context: str = "", *, title:
     named = names_subject(subject, sentence, context, title=title)
     if not context and not title:
         return named
-    rare = [w for w in _rare_words(sentence, RIVAL, subject.vocabulary) if not _kin(subject, w)]
+    rare = [w for w in _rare_words(subject.read(sentence), RIVAL, subject.vocabulary) if not _kin(subject, w)]
     if page_about(subject, title, context).about:
         return named or not any(w in subject.competitors for w in rare)
     return named and not rare
@@ -294,6 +305,7 @@ def with_competitors(subject: Subject, pages: Sequence[tuple[str, str]]) -> Subj
     for title, text in pages:
         if not comparable(subject, f"{title} {text}") or page_about(subject, title, text).about:
             continue
+        title, text = subject.read(title), subject.read(text)
         page = _page(title, text)
         found.update(w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w))
         found.update(w for w, _ in _rivals(subject, page, least=2)[:2] if page.freq[w] < RIVAL)

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from research import scripts, textre
 from research.agents.text import ZH_STOP_PHRASES
@@ -68,6 +69,21 @@ def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
     return dict(getAllLemmas(word))
 
 
+@lru_cache(maxsize=8192)
+def en_family(word: str) -> str:
+    """An English word's family: its Porter2 stem (snowballstemmer), which joins derived forms
+    ("insulation", "insulates": insul; "vaccine", "vaccination": vaccin). Too coarse to name a subject by
+    ("product" is "production"); used only to see whether a page ever uses a word in any form."""
+    return _porter2().stemWord(word.lower())
+
+
+@lru_cache(maxsize=1)
+def _porter2() -> Any:
+    import snowballstemmer  # type: ignore[import-untyped]
+
+    return snowballstemmer.stemmer("english")
+
+
 def en_classes(word: str) -> frozenset[str]:
     """The parts of speech an English word can have, from LemmInflect's bundled lexicon ("reduce": VERB;
     "speed": NOUN or VERB; empty where it does not know the word). No tagger: offline, a word's possible
@@ -82,16 +98,19 @@ def en_base_verb(word: str) -> bool:
 
 def en_verb_after(before: str, word: str) -> bool:
     """Whether `word` is the verb of a clause whose subject ends with `before`. A subject is a noun phrase,
-    so the verb is a base-form word after a noun that can only be a verb ("speed cameras reduce",
-    "fasting improve"), or that can be one after a plural ("heat pumps heat homes", "retries help"); a
-    word after an adjective is still in the phrase ("automatic retries")."""
+    so the verb is a word after a noun that can only be a verb ("speed cameras reduce", "fasting improve",
+    "the flu vaccine needed"), or a base-form word that can be one after a plural ("heat pumps heat homes",
+    "retries help"); a word after an adjective is still in the phrase ("automatic retries")."""
     before = before.lower()
     classes, prior = en_classes(word), en_classes(before)
     plural = before.endswith("s") and not before.endswith("ss")
     if not ("NOUN" in prior or plural or before.endswith("ing")):  # "fasting": a gerund is a noun
         return False
     only_verb = bool(classes) and classes <= {"VERB", "AUX"} and "ADJ" not in prior
-    return en_base_verb(word) and (only_verb or plural)
+    # A word that can only be a verb ends the phrase in any form ("Is the flu vaccine needed …"); one that
+    # can be a noun too only in its base form after a plural ("heat pumps heat").
+    # ("coral reef bleaching": a form in -ing is a gerund, a noun of the phrase.)
+    return (only_verb and not word.lower().endswith("ing")) or (plural and en_base_verb(word))
 
 
 # Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的
@@ -256,6 +275,13 @@ class _Page:
         if " " in word:
             return _compound_count(self.title_seq, word) + _compound_count(self.body_seq, word)
         return self.counts.get(word, 0)
+
+    def names_family(self, word: str) -> bool:
+        """The page uses the word in some form, derived ones included ("insulates", "vaccination")."""
+        if scripts.has_han(word) or " " in word or not word.isascii():
+            return self.hits(word) > 0
+        family = en_family(word)
+        return any(w.isascii() and en_family(w) == family for w in self.counts)
 
     def in_title(self, word: str) -> bool:
         if scripts.has_han(word):

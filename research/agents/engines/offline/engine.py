@@ -28,10 +28,12 @@ from research.agents.engines.offline.question import (
 )
 from research.agents.engines.offline.read import (
     about_subject,
+    command_tools,
     covered,
     fact_note,
     no_source_line,
     part_kind,
+    procedure_prior,
     read_more_reason,
     reader_for,
     step_queries,
@@ -442,9 +444,11 @@ class OfflineEngine:
                 if not own <= set(tokenize(f"{ref.title} {ref.text}")):
                     weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
         # A "how much" part wants the sentence with the figure, as a figures step does.
-        wants_figure = part_kind(aspect.title if aspect else ctx.question) == "much"
-        base_prior = (_figures_prior if wants_figure or _FACET_BY_KEY["figures"] in _step_facets(step)
-                      else _figures_bonus)
+        kind = part_kind(aspect.title if aspect else ctx.question)
+        figures = kind == "much" or _FACET_BY_KEY["figures"] in _step_facets(step)
+        base_prior: Callable[[str], float] = _figures_prior if figures else _figures_bonus
+        if kind == "how":  # "how do I …": the sentences that state a step as code ("run restic init …")
+            base_prior = procedure_prior(command_tools(ctx.question, locale))
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
         ranked = rank_sentences(

@@ -162,7 +162,7 @@ def _en_subject(tokens: list[str]) -> str:
         phrase, end = _noun_phrase(tokens, aux + 3)
     elif aux >= 0:
         phrase, end = _noun_phrase(tokens, aux + 1)
-        verb = _main_verb(phrase) if tokens[aux].lower() in _DO_AUX else 0
+        verb = _main_verb(phrase)  # after "is" a participle: "Is the flu vaccine needed every year"
         # After "do" the clause has a verb: the phrase's last word where the clause ends with it ("What does
         # green hydrogen cost"), else only a word that can be a base-form verb ("Do automatic retries help":
         # "help" is a stop word, "retries" no verb). After "is": -ing/-ed ("Why are egg prices rising").

@@ -11,7 +11,7 @@ found on …").
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect
 from research.agents.engines.offline.select import _on_subject, _SubjectCheck
 from research.agents.rank import RankedSentence, tokenize
+from research.agents.subject import _norm, subject_of
 from research.agents.types import AgentContext, SourceRef, ToolError
 
 READ_PAGES = 10  # pages (or knowledge-base chunks) one step may read in all
@@ -98,6 +99,54 @@ def command_facts(text: str) -> list[str]:
             if command and command not in found:
                 found.append(command)
     return found
+
+
+_ENV_VAR = textre.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z][A-Z0-9]*)+\b")  # RESTIC_PASSWORD_FILE, not COVID_19
+_FLAG = textre.compile(r"^--?[a-z][\w-]*(?:=\S+)?$")
+_RUN_WORDS = frozenset("run runs running use using with type enter execute call invoke".split())
+_PUNCT_EDGES = ".,;:!?()[]\"'“”‘’"
+
+
+def procedure_prior(tools: frozenset[str]) -> Callable[[str], float]:
+    """A "how do I …" step's prior: a sentence that states a step as code (`inline_command`) first."""
+    return lambda sentence: 1.8 if inline_command(sentence, tools) else 1.0
+
+
+def command_tools(question: str, locale: str) -> frozenset[str]:
+    """The question's own names a command may start with ("restic" of "set up a restic repository")."""
+    terms = subject_of(question, locale).terms
+    if not terms or terms[0].common:  # a rare name ("restic"), not "home folder"
+        return frozenset()
+    main = terms[0]
+    return frozenset(w.lower() for w in main.text.split() if w.isascii() and _norm(w) in main.core)
+
+
+def names_tool(sentence: str, tools: frozenset[str]) -> bool:
+    """The sentence names one of the question's tools ("… sudo apt install restic …")."""
+    return bool(tools) and any(w.strip(_PUNCT_EDGES).lower() in tools for w in sentence.split())
+
+
+def inline_command(sentence: str, tools: frozenset[str] = frozenset()) -> bool:
+    """Whether a prose sentence states a step as code inline: "… with restic init --repo /srv/restic-repo
+    …", "install it with sudo apt install restic", "run restic snapshots", a flag ("--exclude-caches") or
+    an environment variable (RESTIC_PASSWORD_FILE). A tool is a known shell program or one of `tools`
+    (the subject's own name); "restic is a backup program" states none: after the tool comes a flag or a
+    path, or the tool follows "run"/"with" and a word follows it, or the tool is a shell program."""
+    if _ENV_VAR.search(sentence):
+        return True
+    words = [w.strip(_PUNCT_EDGES) for w in sentence.split()]
+    for i, word in enumerate(words):
+        if _FLAG.match(word):
+            return True
+        low = word.lower()
+        if low not in _SHELL_START and low not in tools:
+            continue
+        after = words[i + 1 : i + 4]
+        if any(_FLAG.match(a) or a.startswith(("/", "~", "./")) for a in after):
+            return True
+        if after and after[0][:1].islower() and (low in _SHELL_START or (i and words[i - 1].lower() in _RUN_WORDS)):
+            return True
+    return False
 
 
 _LEAD_MARKUP = frozenset("[]|*_`<>{}#\\")

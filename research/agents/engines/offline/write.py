@@ -9,7 +9,14 @@ from typing import Any, NamedTuple
 
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect, question_aspects, question_facets
-from research.agents.engines.offline.read import about_subject, no_source_line, part_kind
+from research.agents.engines.offline.read import (
+    about_subject,
+    command_tools,
+    inline_command,
+    names_tool,
+    no_source_line,
+    part_kind,
+)
 from research.agents.engines.offline.select import _SubjectCheck
 from research.agents.rank import near_duplicate, tokenize
 from research.agents.text import detect_locale, is_chinese
@@ -150,7 +157,14 @@ def write_report(
     quoted = {s["source"] for r in ordered for s in _notes_sentences(r)}
     pages = [ref for ref in ctx.sources() if ref.number in quoted] or ctx.sources()
     on_subject = about_subject(ctx.question, ctx.locale or plan.locale, pages)
-    answer = _answer(ctx.question, aspects, [s.only(on_subject) for s in sections], on_subject, zh=zh)
+    tools = command_tools(ctx.question, ctx.locale or plan.locale)
+
+    def answerable(sentence: dict[str, Any]) -> bool:
+        # A step stated as code that names the question's tool is on its subject, whatever else it says.
+        return on_subject(sentence) or (inline_command(sentence["text"], tools) and names_tool(sentence["text"], tools))
+
+    answer = _answer(ctx.question, aspects, [s.only(answerable) for s in sections], on_subject, zh=zh,
+                     texts={ref.number: ref.text for ref in ctx.sources()})
     if answer:
         emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
     used = {id(s) for _, s in answer}
@@ -209,14 +223,16 @@ def _fact(sections: list[_Section]) -> dict[str, Any] | None:
 
 def _answer(
     question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None,
-    *, zh: bool = False,
+    *, zh: bool = False, texts: dict[int, str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The opening answer: for a question in parts, the best sentences of each part's step, labelled
     with the part (no label for a question of one part: it would only repeat the question); otherwise
     the best sentences of the steps on what the question asks. A part that asks how to do something
-    gets the command a source states; one that asks how much prefers a sentence with a figure; a part
-    no source answers says so."""
+    gets the command a source states (or, with no command block, the steps its sources state as code
+    inline, in their order); one that asks how much prefers a sentence with a figure; a part no source
+    answers says so."""
     chosen: list[tuple[str, dict[str, Any]]] = []
+    tools = command_tools(question, "zh-CN" if zh else "en-US")
 
     def named(sentence: dict[str, Any]) -> float:
         return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
@@ -230,9 +246,12 @@ def _answer(
         # For "how much": a sentence that names what the part asks ("成本" for the cost part) answers it
         # before a figure that only shares the subject with it.
         # A sentence from a doubtful page (its page not shown to be on the subject) only fills in.
+        # For "how do I …": a sentence that states a step as code ("… with restic init --repo …").
+        step = 1.5 if kind == "how" else 1.0
         fresh.sort(key=lambda s: (bool(s.get("doubtful")), -float(s.get("score") or 0) * _specific(s["text"])
                    * named(s) * (figure if _numbers([s["text"]]) else 1.0)
-                   * (1.5 if asks & set(tokenize(s["text"])) else 1.0)))
+                   * (1.5 if asks & set(tokenize(s["text"])) else 1.0)
+                   * (step if inline_command(s["text"], tools) else 1.0)))
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
@@ -273,7 +292,34 @@ def _answer(
         fact = _fact(sections)
         if fact:
             chosen.insert(0, ("", fact))
+        else:
+            steps = _stated_steps(sections, tools, texts or {})
+            if len(steps) >= 2:
+                return [("", step) for step in steps]
     return chosen[:3]
+
+
+_MOST_STEPS = 5
+
+
+def _stated_steps(sections: list[_Section], tools: frozenset[str], texts: dict[int, str]) -> list[dict[str, Any]]:
+    """A "how do I …" answer when no source has a command block: the sentences that state a step as code
+    inline ("… with restic init --repo …"), from pages on the subject, in the order their sources state
+    them (install, create, back up, list), each once."""
+    found: list[dict[str, Any]] = []
+    for section in sections:
+        for sentence in section.picked:
+            if sentence.get("doubtful") or not inline_command(sentence["text"], tools):
+                continue
+            if not any(near_duplicate(sentence["text"], f["text"]) for f in found):
+                found.append(sentence)
+    sources = list(dict.fromkeys(f["source"] for f in found))  # the page quoted first leads
+
+    def place(sentence: dict[str, Any]) -> tuple[int, int]:
+        at = texts.get(sentence["source"], "").find(sentence["text"])
+        return sources.index(sentence["source"]), at if at >= 0 else len(texts.get(sentence["source"], ""))
+
+    return sorted(found, key=place)[:_MOST_STEPS]
 
 def _key_findings(
     question: str, sections: list[_Section], style: str, used: set[int] | None = None

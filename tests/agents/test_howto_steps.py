@@ -1,0 +1,84 @@
+"""Issue 32, item 5: a "how do I …" question is answered with the steps its sources state as code inline
+("… with vaultkeep init --store /srv/vault …"), not with the tool's changelog or praise. The tool and
+its pages are made up for this test; in-memory context, no model, no network."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from research.agents.engines.offline import OfflineEngine
+from research.agents.engines.offline.read import inline_command
+from tests.support.fake_context import FakeContext, FakePage
+
+TOOLS = frozenset({"vaultkeep"})
+
+
+@pytest.mark.parametrize(("sentence", "states"), [
+    ("First create a store with vaultkeep init --store /srv/vault and pick a passphrase.", True),  # a flag
+    ("Then save your home folder with vaultkeep -s /srv/vault save ~ as a new snapshot.", True),
+    ("On Debian, install it with sudo apt install vaultkeep and check that it runs.", True),  # a shell tool
+    ("After a save, run vaultkeep list to see what you have.", True),  # the tool after "run"
+    ("Point the VAULTKEEP_PASSPHRASE_FILE environment variable at a file only you can read.", True),
+    ("Add --skip-caches to the save command so caches are left out.", True),
+    ("vaultkeep is a backup program that is fast and secure.", False),  # the tool's name in prose
+    ("vaultkeep encrypts everything with AES-256 before it leaves the machine.", False),
+    ("The COVID_19 pandemic moved many offices online.", False),  # no environment variable
+    ("Winter lows reach -40 degrees in the north.", False),  # a negative number is no flag
+])
+def test_a_sentence_states_a_step_as_code_inline(sentence, states):
+    assert inline_command(sentence, TOOLS) is states
+
+
+_PROSE = st.lists(st.sampled_from("the a store is fast and secure backups keep your data safe on disk it "
+                                  "runs every night with care vaultkeep".split()), min_size=1, max_size=20)
+
+
+@given(_PROSE)
+def test_prose_states_no_step_until_a_flag_is_added(words):
+    sentence = " ".join(words) + "."
+    # Words of plain prose (the tool's name among them, after no "runs"/"with") state no command …
+    if not any(a in ("with", "runs") and b == "vaultkeep" for a, b in zip(words, words[1:], strict=False)):
+        assert not inline_command(sentence, TOOLS)
+    # … and a flag makes one, wherever it stands.
+    assert inline_command(f"{' '.join(words)} --verbose.", TOOLS)
+
+
+GUIDE = FakePage(
+    "https://example.org/vaultkeep-guide", "Encrypted backups on Linux: a walkthrough",
+    "This walkthrough uses vaultkeep, a single-binary tool, to keep encrypted copies of your files on an "
+    "external disk. It takes about ten minutes to set up.\n\n"
+    "On Debian or Ubuntu, install it with sudo apt install vaultkeep and check that the program runs.\n\n"
+    "When you create the store you are asked for a passphrase; if you lose it, nobody can recover the data.\n\n"
+    "First create the store with vaultkeep init --store /srv/vault and choose a passphrase when asked.\n\n"
+    "Then back up your home folder with vaultkeep -s /srv/vault save ~ to make a new snapshot.\n\n"
+    "After a backup, run vaultkeep list to see your snapshots, and test a restore now and then.",
+)
+CHANGES = FakePage(
+    "https://example.org/vaultkeep-changes", "vaultkeep release notes",
+    "Progress output became easier to read in vaultkeep, and backing up a home folder with many small "
+    "files is faster. Recent vaultkeep releases added compression to the store format, which makes backups "
+    "of text files much smaller. Users of old vaultkeep stores can upgrade them with a migration.",
+)
+
+
+def test_a_how_to_answer_gives_the_steps_the_sources_state():
+    question = "How do I set up a vaultkeep backup store and back up my home folder?"
+    ctx = FakeContext(question=question, kb_pages=[CHANGES, GUIDE], options={"kb": "tools", "web": False})
+    engine = OfflineEngine()
+    plan = engine.plan(ctx, max_steps=3)
+    results = [engine.research(ctx, step, plan, []) for step in plan.steps]
+    report = engine.report(ctx, plan, results, style="academic", on_delta=lambda _: None)
+    answer = report.split("## Answer", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in answer.splitlines() if line.strip()]
+    # The answer is the steps the guide states as code, each once, in the guide's order (install, create,
+    # back up, list), and nothing from the release notes.
+    assert lines and all(inline_command(line, TOOLS) for line in lines), answer
+    assert len(lines) >= 3, answer
+    quoted = [line.rsplit(" [", 1)[0] for line in lines]
+    assert all(q in GUIDE.text for q in quoted)
+    assert [GUIDE.text.index(q) for q in quoted] == sorted(GUIDE.text.index(q) for q in quoted)
+    assert len(set(quoted)) == len(quoted)
+    for step in ("vaultkeep init --store /srv/vault", "vaultkeep -s /srv/vault save ~"):
+        assert step in answer, report
