@@ -82,3 +82,21 @@ def test_a_how_to_answer_gives_the_steps_the_sources_state():
     assert len(set(quoted)) == len(quoted)
     for step in ("vaultkeep init --store /srv/vault", "vaultkeep -s /srv/vault save ~"):
         assert step in answer, report
+
+
+def test_a_how_to_plan_has_steps_settings_and_pitfalls_not_a_history():
+    engine = OfflineEngine()
+    how = engine.plan(FakeContext(question="How do I set up a vaultkeep backup store?"), max_steps=3)
+    assert [s.title for s in how.steps] == ["Steps", "Options and configuration", "Common problems"]
+    zh = engine.plan(FakeContext(question="如何安装并配置 vaultkeep 备份？", locale="zh-CN"), max_steps=3)
+    assert [s.title for s in zh.steps] == ["操作步骤", "选项与配置", "常见问题"]
+    other = engine.plan(FakeContext(question="What limits vaultkeep adoption?"), max_steps=3)
+    assert "Steps" not in [s.title for s in other.steps]
+
+
+def test_feedback_about_the_plan_s_length_is_no_request_for_the_steps_facet():
+    engine = OfflineEngine()
+    ctx = FakeContext(question="How do I set up a vaultkeep backup store?")
+    first = engine.plan(ctx, max_steps=4)
+    shorter = engine.plan(ctx, max_steps=4, feedback="fewer steps please", previous=first)
+    assert len(shorter.steps) == len(first.steps) - 1

@@ -15,6 +15,7 @@ from research.agents.engines.offline.question import (
     _ONLY,
     CORE_FACETS,
     EXTRA_FACETS,
+    HOW_FACETS,
     _aspect_of,
     _facet_mentions,
     _facet_title,
@@ -130,6 +131,9 @@ class OfflineEngine:
         # The question's own parts first ("production", "safety"), then the generic facets fill the rest.
         aspects = question_aspects(ctx.question, locale)[:limit]
         keys = self._facet_keys(limit, feedback, previous, reserved=len(aspects)) if limit > len(aspects) else []
+        if keys and not feedback and previous is None and part_kind(ctx.question) == "how":
+            # "How do I set up restic …": steps, settings and pitfalls, then the usual facets if room is left.
+            keys = list(dict.fromkeys([*HOW_FACETS, *keys]))[: len(keys)]
         if aspects:
             # A facet a part already asks about ("what limits …": challenges) gives way to the next one.
             covered = {f.key for a in aspects for f in question_facets(a.title)}
@@ -339,8 +343,11 @@ class OfflineEngine:
         # Unanswered: nothing on the subject speaks of the part at all (for "how much": states no figure).
         loose = "much" if kind == "much" else ""
         if aspect and not done and (fallback or not covered(ranked, shown=self.sentences_per_step, asked=own,
-                                                            kind=loose, on_subject=check, sources=[], words="")):
+                                                            kind=loose, on_subject=check, sources=reader.sources,
+                                                            words=words)):
             notes["unanswered"] = aspect.title
+        if aspect and own:
+            notes["asked"] = sorted(own)  # the words the coverage test looked for: the writer's answer too
         return reader.sources, reader.errors, ranked, fallback, count, notes
 
     def research(self, ctx: AgentContext, step: PlanStep, plan: Plan, prior: list[StepResult], *,

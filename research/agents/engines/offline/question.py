@@ -137,13 +137,44 @@ FACETS: tuple[Facet, ...] = (
         ("outlook", "future", "trends", "forecast", "prospects", "前景", "未来", "趋势", "预测"),
         "future expect expected forecast outlook likely prospects 未来 预计 预测 有望 前景 趋势",
     ),
+    # A "how do I …" question's facets (HOW_FACETS): a procedure has steps, settings and pitfalls, not a
+    # history or an outlook. Their aliases avoid "steps", which re-plan feedback uses for the plan's length.
+    Facet(
+        "steps",
+        "Steps",
+        "操作步骤",
+        "how to step by step guide",
+        "操作步骤 教程",
+        ("walkthrough", "how-to", "操作步骤", "教程"),
+        "install installed command 安装 命令",
+    ),
+    Facet(
+        "options",
+        "Options and configuration",
+        "选项与配置",
+        "options configuration settings",
+        "选项 配置 设置",
+        ("options", "configuration", "settings", "选项", "配置", "设置"),
+        "option setting configure configuration environment variable default flag 选项 配置 参数 设置 默认",
+    ),
+    Facet(
+        "pitfalls",
+        "Common problems",
+        "常见问题",
+        "common problems errors troubleshooting",
+        "常见问题 错误 排查",
+        ("troubleshooting", "pitfalls", "errors", "常见问题", "排查", "错误"),
+        "error errors fails failed warning mistake lose lost careful 错误 失败 注意 丢失",
+    ),
 )
 _FACET_BY_KEY = {f.key: f for f in FACETS}
+HOW_FACETS = ("steps", "options", "pitfalls")
 CORE_FACETS = ("background", "current", "figures", "challenges", "outlook")
 EXTRA_FACETS = ("actors", "comparison")  # used only when more than five steps are allowed or asked for
 # Which facets survive when fewer steps are allowed: the most informative first.
 _FACET_PRIORITY = ("current", "figures", "challenges", "outlook", "background", "actors", "comparison")
-_CANONICAL_ORDER = ("overview", "background", "current", "figures", "actors", "comparison", "challenges", "outlook")
+_CANONICAL_ORDER = ("overview", "steps", "options", "pitfalls", "background", "current", "figures", "actors",
+                    "comparison", "challenges", "outlook")
 
 _NEGATIONS = textre.compile(
     r"\b(?:no|not|without|remove|drop|skip|exclude|omit|delete|less)\b|去掉|删除|删去|去除|不要|不需要|省略"
@@ -264,4 +295,5 @@ def question_facets(question: str) -> list[Facet]:
     return found
 
 
-__all__ = ["FACETS", "Aspect", "Facet", "_aspect_of", "is_small_talk", "question_aspects", "question_facets"]
+__all__ = ["FACETS", "HOW_FACETS", "Aspect", "Facet", "_aspect_of", "is_small_talk", "question_aspects",
+           "question_facets"]

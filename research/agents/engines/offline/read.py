@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from research import textre
+from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect
 from research.agents.engines.offline.select import _on_subject, _SubjectCheck
@@ -215,10 +215,14 @@ def covered(
     source it read. `kind=""` asks only for the sentence (is anything on the part at all?)."""
     if kind == "how" and best_command(words, sources) is not None:
         return True
+    # A page in another script than the part cannot show the part's words (an English page for 防火性能):
+    # as in the ranking, the search's order speaks for its sentences there.
+    locale = "zh-CN" if scripts.has_han(words) else "en-US"
+    foreign = {ref.number for ref in sources if not scripts.same_script(ref.text[:3000], locale)}
     for r in ranked[:shown]:
         if not on_subject({"text": r.text, "source": r.source}):
             continue
-        if asked and not asked & set(tokenize(r.text)):
+        if asked and not asked & set(tokenize(r.text)) and r.source not in foreign:
             continue
         if kind == "much" and not _numbers([r.text]):
             continue

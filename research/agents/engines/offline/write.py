@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from research import scripts
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect, question_aspects, question_facets
 from research.agents.engines.offline.read import (
@@ -237,6 +238,14 @@ def _answer(
     def named(sentence: dict[str, Any]) -> float:
         return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
 
+    def off_part(sentence: dict[str, Any], section: _Section) -> bool:
+        # The coverage test's words for the part (`asked` in its step's notes): a sentence in the question's
+        # script that holds none of them answers another point (美国房价 under 为什么大多是木结构); one in
+        # another script cannot show them, so the ranking speaks for it, as in the coverage test.
+        asked = section.notes.get("asked") or []
+        return (bool(asked) and scripts.has_han(sentence["text"]) == zh
+                and not set(asked) & set(tokenize(sentence["text"])))
+
     def take(label: str, section: _Section, count: int, kind: str = "", asks: frozenset[str] = frozenset()) -> None:
         # Each quote of a part from another page first: one page rarely says everything.
         fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
@@ -248,7 +257,8 @@ def _answer(
         # A sentence from a doubtful page (its page not shown to be on the subject) only fills in.
         # For "how do I …": a sentence that states a step as code ("… with restic init --repo …").
         step = 1.5 if kind == "how" else 1.0
-        fresh.sort(key=lambda s: (bool(s.get("doubtful")), -float(s.get("score") or 0) * _specific(s["text"])
+        fresh.sort(key=lambda s: (bool(s.get("doubtful")), off_part(s, section),
+                                  -float(s.get("score") or 0) * _specific(s["text"])
                    * named(s) * (figure if _numbers([s["text"]]) else 1.0)
                    * (1.5 if asks & set(tokenize(s["text"])) else 1.0)
                    * (step if inline_command(s["text"], tools) else 1.0)))
