@@ -98,19 +98,28 @@ def en_base_verb(word: str) -> bool:
 
 def en_verb_after(before: str, word: str) -> bool:
     """Whether `word` is the verb of a clause whose subject ends with `before`. A subject is a noun phrase,
-    so the verb is a word after a noun that can only be a verb ("speed cameras reduce", "fasting improve",
-    "the flu vaccine needed"), or a base-form word that can be one after a plural ("heat pumps heat homes",
-    "retries help"); a word after an adjective is still in the phrase ("automatic retries")."""
+    so the verb is a base-form word after a noun that can only be a verb ("speed cameras reduce",
+    "fasting improve"), or that can be one after a plural ("heat pumps heat homes", "retries help"); a
+    word after an adjective is still in the phrase ("automatic retries")."""
     before = before.lower()
     classes, prior = en_classes(word), en_classes(before)
     plural = before.endswith("s") and not before.endswith("ss")
     if not ("NOUN" in prior or plural or before.endswith("ing")):  # "fasting": a gerund is a noun
         return False
     only_verb = bool(classes) and classes <= {"VERB", "AUX"} and "ADJ" not in prior
-    # A word that can only be a verb ends the phrase in any form ("Is the flu vaccine needed …"); one that
-    # can be a noun too only in its base form after a plural ("heat pumps heat").
-    # ("coral reef bleaching": a form in -ing is a gerund, a noun of the phrase.)
-    return (only_verb and not word.lower().endswith("ing")) or (plural and en_base_verb(word))
+    return en_base_verb(word) and (only_verb or plural)
+
+
+def en_participle_after(before: str, word: str) -> bool:
+    """After "is/are …", whether `word` is the clause's participle ("Is the flu vaccine needed every year"):
+    a word that can only be a verb, not in its base form, after a noun; a form in -ing stays a noun of
+    the phrase ("coral reef bleaching"). Only the parts analysis asks this: the subject model's terms
+    end at `en_verb_after`."""
+    low = word.lower()
+    classes = en_classes(word)
+    noun_before = "NOUN" in en_classes(before) or before.lower().endswith("s")
+    return (noun_before and bool(classes) and classes <= {"VERB", "AUX"} and not en_base_verb(word)
+            and not low.endswith("ing"))
 
 
 # Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的

@@ -130,3 +130,13 @@ def test_a_participle_after_is_ends_the_subject(question, subject):
     from research.agents.scope import subject_phrase
 
     assert subject_phrase(question, "en-US") == subject
+
+
+def test_a_participle_ends_the_parts_subject_but_not_the_subject_model_s_terms():
+    # Found by the full suite: when the subject model's terms also ended at a participle, "How have solar
+    # power costs changed" got the compound term "solar power cost" (an attribute noun in it) instead of
+    # solar, fewer pages were about it, and its step read on into heat-pump pages.
+    from research.agents.subject import subject_of
+
+    subject = subject_of("How have solar power costs changed?", "en-US")
+    assert [t.core for t in subject.terms] == [("solar",)]

@@ -30,6 +30,7 @@ from research.agents.words import (
     ASPECT_NOUNS_ZH,
     _zh_grammar,
     en_base_verb,
+    en_participle_after,
     en_verb_after,
     zh_tagged,
 )
@@ -148,10 +149,11 @@ def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
     return tokens[start:end], end
 
 
-def _main_verb(phrase: list[str]) -> int:
+def _main_verb(phrase: list[str], *, participle: bool = False) -> int:
     """Where the main verb stands in the words after "do"/"can"/"will" (0: not found; see
-    research.agents.words.en_verb_after)."""
-    return next((k for k in range(1, len(phrase)) if en_verb_after(phrase[k - 1], phrase[k])), 0)
+    research.agents.words.en_verb_after), or after "is/are" its participle (`en_participle_after`)."""
+    test = en_participle_after if participle else en_verb_after
+    return next((k for k in range(1, len(phrase)) if test(phrase[k - 1], phrase[k])), 0)
 
 
 def _en_subject(tokens: list[str]) -> str:
@@ -162,7 +164,8 @@ def _en_subject(tokens: list[str]) -> str:
         phrase, end = _noun_phrase(tokens, aux + 3)
     elif aux >= 0:
         phrase, end = _noun_phrase(tokens, aux + 1)
-        verb = _main_verb(phrase)  # after "is" a participle: "Is the flu vaccine needed every year"
+        # After "is" a participle: "Is the flu vaccine needed every year".
+        verb = _main_verb(phrase, participle=tokens[aux].lower() not in _DO_AUX)
         # After "do" the clause has a verb: the phrase's last word where the clause ends with it ("What does
         # green hydrogen cost"), else only a word that can be a base-form verb ("Do automatic retries help":
         # "help" is a stop word, "retries" no verb). After "is": -ing/-ed ("Why are egg prices rising").
