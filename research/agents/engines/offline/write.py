@@ -165,7 +165,7 @@ def write_report(
         return on_subject(sentence) or (inline_command(sentence["text"], tools) and names_tool(sentence["text"], tools))
 
     answer = _answer(ctx.question, aspects, [s.only(answerable) for s in sections], on_subject, zh=zh,
-                     texts={ref.number: ref.text for ref in ctx.sources()})
+                     texts={ref.number: ref.text for ref in ctx.sources()}, tools=tools)
     if answer:
         emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
     used = {id(s) for _, s in answer}
@@ -224,7 +224,7 @@ def _fact(sections: list[_Section]) -> dict[str, Any] | None:
 
 def _answer(
     question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None,
-    *, zh: bool = False, texts: dict[int, str] | None = None,
+    *, zh: bool = False, texts: dict[int, str] | None = None, tools: frozenset[str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The opening answer: for a question in parts, the best sentences of each part's step, labelled
     with the part (no label for a question of one part: it would only repeat the question); otherwise
@@ -233,7 +233,8 @@ def _answer(
     inline, in their order); one that asks how much prefers a sentence with a figure; a part no source
     answers says so."""
     chosen: list[tuple[str, dict[str, Any]]] = []
-    tools = command_tools(question, "zh-CN" if zh else "en-US")
+    if tools is None:  # the report passes the ones it found for its own answerable check
+        tools = command_tools(question, "zh-CN" if zh else "en-US")
 
     def named(sentence: dict[str, Any]) -> float:
         return 1.25 if on_subject is not None and on_subject(sentence, itself=True) else 1.0
@@ -256,12 +257,14 @@ def _answer(
         # before a figure that only shares the subject with it.
         # A sentence from a doubtful page (its page not shown to be on the subject) only fills in.
         # For "how do I …": a sentence that states a step as code ("… with restic init --repo …").
-        step = 1.5 if kind == "how" else 1.0
+        def step(sentence: str) -> float:
+            return 1.5 if kind == "how" and inline_command(sentence, tools) else 1.0
+
         fresh.sort(key=lambda s: (bool(s.get("doubtful")), off_part(s, section),
                                   -float(s.get("score") or 0) * _specific(s["text"])
                    * named(s) * (figure if _numbers([s["text"]]) else 1.0)
                    * (1.5 if asks & set(tokenize(s["text"])) else 1.0)
-                   * (step if inline_command(s["text"], tools) else 1.0)))
+                   * step(s["text"])))
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
