@@ -31,7 +31,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from research import scripts
+from research import scripts, textre
 from research.agents import synonyms
 from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
 from research.agents.text import ZH_STOP_PHRASES
@@ -57,9 +57,11 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _rare_words,
     _raw_words,
     _wordlike,
+    _zh_grammar,
     compound,
     en_verb_after,
     words,
+    zh_tagged,
     zipf,
 )
 from research.ir import STOP_WORDS
@@ -143,7 +145,12 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             general.extend(n for n in normed if _wordlike(n))
         run.clear()
 
-    for word, lang in _raw_words(question):
+    for word, lang in _clause_words(question):
+        if not word:
+            close()  # a clause or list item ends ("排放，碳价" is two things, not one term 排放碳价)
+            continue
+        if lang == "zh" and run and _zh_predicate(run, word):
+            general.append(_norm(run.pop()[0]))  # "疲劳驾驶引发的事故": 引发 says what 疲劳驾驶 does
         if word.isdigit() and run:
             run.append((word, lang))  # "GLP-1": a number inside a name
             continue
@@ -183,6 +190,29 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
     names = synonyms.aliases(f"{question} {within or ''}") if not scripts.has_han(question) else ()
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
                    general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary), aliases=names)
+
+
+_CLAUSE_MARK = textre.compile(r"[，,；;？?！!。、：:]")
+
+
+def _clause_words(text: str) -> list[tuple[str, str]]:
+    """The text's words (see words._raw_words), with ("", "") where punctuation ends a clause or item."""
+    out: list[tuple[str, str]] = []
+    for clause in _CLAUSE_MARK.split(text):
+        out.extend([*_raw_words(clause), ("", "")])
+    return out
+
+
+def _zh_predicate(run: list[tuple[str, str]], following: str) -> bool:
+    """The run's last word is a verb said of the words before it, not part of their name: a verb (jieba's
+    tag) right before a grammar word (的, 了, 吗, 哪些) with Chinese words before it. "疲劳驾驶引发的",
+    "碳市场覆盖了", "还款划算吗", "量产面临哪些". A run of one verb is a noun in use (猝死的风险)."""
+    if len(run) < 2 or run[-1][1] != "zh" or run[-2][1] != "zh":
+        return False
+    tags = zh_tagged(run[-1][0])
+    # Not before a locative: a verb there is used as a noun ("扣除中", "集采之后", "比赛中").
+    return (len(tags) == 1 and tags[0][1] == "v" and _zh_grammar(following)
+            and "f" not in {flag for _, flag in zh_tagged(following)})
 
 
 def _compound_term(phrase: tuple[str, ...], *, named: tuple[str, ...] | None = None) -> Term:

@@ -466,6 +466,14 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
             rest = rest.removesuffix(ask)
         bare_verb = len(rest) <= 2 and attr and attr not in clause
         return f"{subject}{clause}{attr if bare_verb else ''}"
+    tagged = zh_tagged(clause)
+    if tagged and tagged[-1][1] in ("v", "p") and tagged[0][1].startswith("n") and tagged[0][0] not in ASPECT_NOUNS_ZH:
+        # A clause with an actor of its own whose verb lacks its object: the subject is the object
+        # ("孩子几岁以前都要用" → "孩子几岁以前都要用儿童安全座椅", not "儿童安全座椅的孩子…"; jieba tags 用 p).
+        return f"{clause}{subject}"
+    if tagged and tagged[0][1] == "t":
+        # A time word opens a comment on the subject as topic ("赛前应该做哪些检查"): "X的赛前" is no phrase.
+        return f"{subject}：{clause}"
     return f"{subject}的{clause}"
 
 
@@ -506,13 +514,16 @@ def _zh_own(part: str, subject: str) -> str:
     """What a Chinese part asks besides its subject: its terms with the subject and ask words taken out."""
     rest = part.replace(subject, " ", 1) if subject else part
     # Whole words (jieba's), so an ask word never leaves half a word behind ("哪家公司" is 哪家 + 公司, not
-    # 家公司); the asking words and one-character words go, common nouns stay (公司 is what is asked).
+    # 家公司); the asking words, grammar words (应该, 每周, 以前: no page need say them) and one-character
+    # words go, common nouns stay (公司 is what is asked).
     from research.agents.words import _raw_words
 
     asks = (*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些")
     kept = [w for w, lang in _raw_words(_ZH_AND.sub(" ", rest)) if lang == "zh" and len(w) >= 2
             and w not in ZH_STOP_PHRASES and not any(a in w for a in asks)]
-    return " ".join(dict.fromkeys(kept)) or " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False))
+    content = [w for w in kept if w in ASPECT_NOUNS_ZH or not _zh_grammar(w)]
+    return (" ".join(dict.fromkeys(content or kept))
+            or " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False)))
 
 
 # ---------------------------------------------------------------- both
