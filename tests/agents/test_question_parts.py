@@ -40,6 +40,7 @@ def _titles(question: str, locale: str = "en-US") -> list[str]:
     "What decides a file's type when glob patterns and magic numbers disagree?",  # inside a when-clause
     "How efficient are air-source heat pumps below freezing?",  # nothing to split
     "What are the main obstacles to recycling wind turbine blades?",
+    "Do speed cameras reduce crashes, and by how much?",  # "by how much" asks nothing of its own
 ])
 def test_one_part_questions_stay_whole(question):
     assert question_aspects(question, "en-US") == []
@@ -58,6 +59,21 @@ def test_two_clauses_are_two_parts_with_the_subject_carried():
     # An opening phrase that asks nothing stays with its clause.
     assert _titles("In 2024, how many heat pumps were sold in Poland, and which brands led?") == [
         "In 2024, how many heat pumps were sold in Poland", "Which brands led for heat pumps"]
+
+
+def test_a_clause_opening_with_a_preposition_and_a_question_word_is_a_part():
+    assert _titles("How well do child seats protect, and until what age should a child use one?") == [
+        "How well do child seats protect", "Until what age should a child use child seats"]
+    assert _titles("What causes inflation, and to what extent do wages matter?") == [
+        "What causes inflation", "To what extent do wages matter for inflation"]
+
+
+def test_the_phrase_of_which_before_its_verb_is_the_subject():
+    # Not the longest run after it ("cold climates"): the question word's phrase.
+    assert _titles("Which heat pump is best for cold climates, and what does it cost?") == [
+        "Which heat pump is best for cold climates", "What does heat pump cost"]
+    assert _titles("Which heat pump is best, and which one is cheapest?") == [
+        "Which heat pump is best", "Which heat pump is cheapest"]
 
 
 def test_a_comparison_is_one_part_whose_search_covers_both_sides():

@@ -29,6 +29,7 @@ from research.agents.engines.offline.question import (
 )
 from research.agents.engines.offline.read import (
     about_subject,
+    asked_unit,
     command_tools,
     covered,
     fact_note,
@@ -456,6 +457,10 @@ class OfflineEngine:
         base_prior: Callable[[str], float] = _figures_prior if figures else _figures_bonus
         if kind == "how":  # "how do I …": the sentences that state a step as code ("run restic init …")
             base_prior = procedure_prior(command_tools(ctx.question, locale))
+        unit = asked_unit(aspect.title if aspect else ctx.question) if kind == "much" else None
+        if unit is not None:
+            # "几岁" wants an age, "how soon" a span of time: a figure in that unit over any other figure.
+            figure_prior, base_prior = base_prior, lambda text: figure_prior(text) * (1.5 if unit.search(text) else 1.0)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
         ranked = rank_sentences(

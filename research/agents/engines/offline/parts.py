@@ -75,9 +75,27 @@ def _is_stop(word: str) -> bool:
     return word.lower() in STOPWORDS_EN or word in _PUNCT
 
 
+# A preposition before a question word opens a question too: "until what age …", "at what point …".
+_PREP_WH = _PREP | frozenset("until till since after before to".split())
+
+
+def _opens_question(tokens: list[str], i: int = 0) -> bool:
+    """Tokens from i open a question: a question word or an auxiliary, or a preposition before a question
+    word ("until what age should …")."""
+    first = tokens[i].lower() if i < len(tokens) else ""
+    return first in _WH | _AUX or (first in _PREP_WH and i + 1 < len(tokens) and tokens[i + 1].lower() in _WH)
+
+
+def _up_to_mark(tokens: list[str], start: int) -> list[str]:
+    """The tokens from start to the next clause mark: "and by how much?" asks nothing of its own."""
+    end = next((k for k in range(start, len(tokens)) if tokens[k] in (",", ";", "?", "!")), len(tokens))
+    return tokens[start:end]
+
+
 def _asks(tokens: list[str]) -> bool:
-    """A clause that asks something: opens with a question word or an auxiliary, and has a topic word."""
-    return bool(tokens) and tokens[0].lower() in _WH | _AUX and any(not _is_stop(t) for t in tokens[1:])
+    """A clause that asks something: opens a question (_opens_question) and has a topic word."""
+    start = 2 if tokens and tokens[0].lower() in _PREP_WH - _WH - _AUX else 1
+    return _opens_question(tokens) and any(not _is_stop(t) for t in tokens[start:])
 
 
 def _en_clauses(text: str) -> list[list[str]]:
@@ -96,7 +114,7 @@ def _en_clauses(text: str) -> list[list[str]]:
             while j < len(tokens) and tokens[j].lower() in ("and", "but", "or"):
                 j += 1
             nxt = tokens[j].lower() if j < len(tokens) else ""
-            if nxt in _WH or (nxt in _AUX and low != ","):
+            if nxt in _WH or (nxt in _AUX and low != ",") or (nxt in _PREP_WH and _asks(_up_to_mark(tokens, j))):
                 pieces.append([])
                 i = j
                 continue
@@ -192,6 +210,11 @@ def _en_subject(tokens: list[str]) -> str:
         # The longest run, a later one on a tie; words before numbers ("inflation" before "2021").
         phrase, end = max(reversed(runs), key=lambda r: (any(w.isalpha() for w in r[0]), len(r[0]))) \
             if runs else ([], -1)
+        first, first_end = _noun_phrase(tokens[:main], 1)
+        if first and tokens[1] == first[0] and first_end < main and tokens[first_end].lower() in _AUX:
+            # "Which heat pump is best for cold climates": the question word's phrase, then its verb, is
+            # the subject, not the longest run after it.
+            phrase, end = first, first_end
         if len(phrase) > 1 and end < len(tokens) and tokens[end].lower() in ("and", "or"):
             phrase = phrase[:-1]  # "X production and safety": the subject is X
     listed = 0 <= end < len(tokens) and tokens[end].lower() in (",", "and", "or")
@@ -213,9 +236,14 @@ def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str
         return tokens
     possessive = recent + ("'" if recent.endswith("s") else "'s")
     out: list[str] = []
-    for tok in tokens:
+    for k, tok in enumerate(tokens):
         low = tok.lower()
-        out.append(recent if low in _PRONOUNS else possessive if low in _POSSESSIVES else tok)
+        # "one" ends a clause as a pronoun ("until what age should a child use one": a child seat), and
+        # after "which" ("which one is cheapest").
+        before = tokens[k - 1].lower() if k else ""
+        pronoun = low in _PRONOUNS or (low == "one" and (before == "which" or (
+            k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"})))
+        out.append(recent if pronoun else possessive if low in _POSSESSIVES else tok)
     if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:
         out += ["for", *subject.split()]  # "and who leads?" → "who leads for X"
     return out

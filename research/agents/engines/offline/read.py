@@ -44,9 +44,37 @@ def part_kind(text: str) -> str:
     words = " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
     if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
         return "how"
-    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH):
+    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or asked_unit(text):
         return "much"
     return ""
+
+
+# What unit a part's answer is in, by how it asks: "几岁" wants an age, "how soon" a span of time, "how
+# often" a rate. (ask phrases in English, in Chinese; the answer's unit), most specific first. A Chinese
+# count is one to three digits after a non-digit, so "2023年" is a year, not a span.
+_N_ZH = r"(?:^|\D)(?:\d{1,3}(?:\.\d+)?|[一二两三四五六七八九十半]+)"
+_UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
+    (("how often", "how many times", "how frequently"),
+     ("多久一次", "多长时间一次", "几次", "多少次", "每年都", "每年要"),
+     textre.compile(r"\b(?:every|each|per|a)\s+(?:year|month|week|day|season)\b|\bannual(?:ly)?\b|\bonce\b"
+                    r"|\btwice\b|\b\d+\s+times\b|每(?:年|月|周|天|季|隔)|一年一次|" + _N_ZH + r"\s*次", textre.I)),
+    (("how old", "what age", "which age", "until what age", "age limit"), ("几岁", "多少岁", "多大年龄", "年龄"),
+     textre.compile(r"\bages?\s+(?:of\s+)?\d+|\baged\s+\d+|\b\d+\s*(?:-|\s)?years?(?:-|\s)old\b"
+                    r"|\b(?:under|over|older than|younger than)\s+(?:age\s+)?\d+\b|" + _N_ZH + r"\s*周?岁", textre.I)),
+    (("how long", "how soon", "how quickly", "within what time"),
+     ("多久", "多长时间", "几天", "几个月", "几小时", "几分钟", "多少天", "多少分钟", "多少小时"),
+     textre.compile(r"\b\d+(?:\.\d+)?\s*(?:(?:-|to|–)\s*\d+\s*)?(?:seconds?|minutes?|mins?|hours?|hrs?|days?"
+                    r"|weeks?|months?|years?)\b|" + _N_ZH + r"\s*个?(?:秒|分钟|小时|天|周|星期|个月|年)", textre.I)),
+)
+
+
+def asked_unit(text: str) -> textre.Pattern | None:
+    """The unit a part's answer is stated in, as a pattern over sentences, or None (see _UNITS)."""
+    words = " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
+    for english, chinese, unit in _UNITS:
+        if any(_says(words, p) for p in english) or any(p in text for p in chinese):
+            return unit
+    return None
 
 
 def about_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _SubjectCheck:
