@@ -122,3 +122,28 @@ def test_the_ranking_s_fallback_keeps_the_subject_model_s_verdicts():
                   ("A hip replacement costs 12,000 pounds.", 3)]
     leads = lead_sentences(candidates, weights, 5)
     assert [(r.source, r.doubtful) for r in leads] == [(2, False), (1, True)]
+
+
+MARATHON_Q = "马拉松比赛中猝死的风险有多大？"
+# Names the sudden death but never the marathon (it says 长跑): no evidence either way.
+LONG_RUN = ("跑步前要不要做心电图？", "越来越多的人报名参加长跑比赛。医生建议参赛者赛前做一次静息心电图，"
+            "有家族猝死史的人还应做运动负荷试验。长跑比赛中的猝死多数由心脏问题引起。")
+# Sudden death in another sport, said in its title: another subject.
+FOOTBALL = ("足球运动员场上猝死的风险有多大", "职业足球运动员每年心源性猝死的风险约为每10万人0.7至1例。"
+            "足球运动员场上猝死多由心脏疾病引起。")
+
+
+def test_when_no_page_is_on_the_subject_the_pages_turned_away_for_want_of_evidence_are_doubtful():
+    subject = subject_of(MARATHON_Q, "zh-CN")
+    long_run, football = page_about(subject, *LONG_RUN), page_about(subject, *FOOTBALL)
+    assert not long_run.about and not long_run.firm, long_run
+    assert not football.about and football.firm, football
+    weights = _source_weights(MARATHON_Q, "zh-CN", _refs(LONG_RUN, FOOTBALL))
+    # Read last and flagged, never an empty report: but the page on another sport stays turned away.
+    assert 1 in weights.doubtful and 1 not in weights.rejected and weights[1] == DOUBTFUL
+    assert 2 in weights.rejected and 2 not in weights.doubtful
+    # With a page on the subject among them, the soft verdict turns the page away as before.
+    on = ("马拉松比赛中的猝死：风险有多大", "马拉松比赛中猝死的风险约为每10万名参赛者0.5例，多发生在比赛最后阶段。")
+    weights = _source_weights(MARATHON_Q, "zh-CN", _refs(LONG_RUN, FOOTBALL, on))
+    assert 1 in weights.rejected and 1 not in weights.doubtful
+    assert 3 not in weights.rejected and weights[3] > DOUBTFUL

@@ -82,6 +82,8 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     total = sum(len(t) for t in terms)
     weights = SourceWeights()
     foreign: list[int] = []
+    soft: list[int] = []  # turned away with no evidence of another subject (Verdict.firm False)
+    about = 0
     subject = subject_of(question, locale)
     for ref in sources:
         if not _same_script(locale, ref) or not terms:
@@ -107,7 +109,10 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         if not verdict.about:
             weights[ref.number] = 0.0
             weights.rejected[ref.number] = verdict.why
+            if not verdict.firm:
+                soft.append(ref.number)
             continue
+        about += 1
         if subject.specific:
             # The subject model found the page about the question's specific subject: the share of the
             # question's other words only orders such pages ("公共充电桩利用率偏低" answers a question on
@@ -115,6 +120,12 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             weights[ref.number] = 0.6 + 0.4 * share
         else:
             weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
+    if not about and not weights.doubtful:
+        # Not one page shown to be on the subject, none doubtful: the pages turned away only for want of
+        # evidence (they may name it otherwise: 长跑赛事 for 马拉松) are read last and flagged, not dropped.
+        for number in soft:
+            weights[number] = DOUBTFUL
+            weights.doubtful[number] = weights.rejected.pop(number)
     on_topic = any(w >= 0.85 for w in weights.values())
     for rank, number in enumerate(foreign):
         weights[number] = 0.1 if on_topic else max(0.3, 1.0 - 0.15 * rank)
