@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from research import scripts, textre
 from research.agents.text import detect_locale, is_chinese
 from research.ir import BM25, stem, tokenize
+from research.report.markdown import identifier_join, unescaped
 from research.report.sentences import sentence_bounds
 from research.tools.clean import is_furniture
 
@@ -97,27 +98,34 @@ def _letters_ratio(text: str) -> float:
     return sum(1 for ch in visible if ch.isalpha()) / len(visible)
 
 
+def _without_identifier_joins(text: str) -> str:
+    return "".join(ch for i, ch in enumerate(text) if not identifier_join(text, i))
+
+
 def is_content_sentence(sentence: str) -> bool:
-    """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture."""
-    if not _ends_sentence(sentence) or _MARKUP.search(sentence) or _BOILERPLATE.search(sentence):
+    """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture. Judged
+    on the characters a reader sees (`unescaped`): an escaped "\\~" is a tilde, and an identifier's
+    underscore is no emphasis mark."""
+    shown = unescaped(sentence)
+    if not _ends_sentence(shown) or _MARKUP.search(_without_identifier_joins(shown)) or _BOILERPLATE.search(shown):
         return False
-    if is_furniture(sentence):  # a byline or blurb in text fetched or indexed before cleaning (research.tools.clean)
+    if is_furniture(shown):  # a byline or blurb in text fetched or indexed before cleaning (research.tools.clean)
         return False
-    cjk = scripts.count_han(sentence)
+    cjk = scripts.count_han(shown)
     if cjk >= 6:
-        if not _SENTENCE_MIN_ZH <= len(sentence) <= _SENTENCE_MAX_ZH:
+        if not _SENTENCE_MIN_ZH <= len(shown) <= _SENTENCE_MAX_ZH:
             return False
     else:
-        if not _SENTENCE_MIN_EN <= len(sentence) <= _SENTENCE_MAX_EN or len(sentence.split()) < 6:
+        if not _SENTENCE_MIN_EN <= len(shown) <= _SENTENCE_MAX_EN or len(shown.split()) < 6:
             return False
-        first = sentence.lstrip("\"'“(")[:1]
+        first = shown.lstrip("\"'“(")[:1]
         if first.islower():  # a fragment cut from the middle of something
             return False
-    sum_digits = sum(ch.isdigit() for ch in sentence)
+    sum_digits = sum(ch.isdigit() for ch in shown)
     # A Chinese sentence is a third as long as its English twin for the same figures
     # ("截至2023年底…达到859.6万台，同比增长65%。"), so it may hold more digits per character.
     share = 0.4 if cjk >= 6 else 0.25
-    return _letters_ratio(sentence) >= 0.6 and sum_digits <= len(sentence) * share
+    return _letters_ratio(shown) >= 0.6 and sum_digits <= len(shown) * share
 
 
 def split_sentences(text: str, locale: str = "en-US") -> list[str]:

@@ -22,7 +22,7 @@ from research.agents.types import ChatModel, SourceRef
 from research.ir import tokenize
 from research.report.citations import CITATION
 from research.report.links import url_key
-from research.report.markdown import parser
+from research.report.markdown import identifier_join, parser, unescaped
 from research.report.sentences import MARKERS, line_sentences
 
 # Thresholds on the share of a sentence's terms found in the cited passage.
@@ -163,7 +163,10 @@ def plain_text(text: str) -> str:
         text = text.replace(marker, "")
     text = textre.sub(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+", "", text)
     text = textre.sub(r"^\s*\*\*[^*\n]{1,80}\*\*\s*[:：]\s*", "", text)  # "**Facet**: quote": the label is no claim
-    text = textre.sub(r"[*_`>#]", "", text)
+    # As a reader sees it: escapes resolved, emphasis and code marks gone, an identifier's underscores kept
+    # (RESTIC_PASSWORD_FILE, set_broker), so a quote and its source read alike and a fact can be found in it.
+    text = unescaped(text)
+    text = "".join(ch for i, ch in enumerate(text) if ch not in "*`>#_" or identifier_join(text, i))
     words: list[str] = []
     for word in text.split():  # "a year [1]." -> "a year.": a lone mark is glued to the word before it
         if words and len(word) == 1 and word in _LONE_MARKS:

@@ -20,12 +20,27 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
+from research import textre
 from research.report.rawhtml import raw_html_rule
+
+# CommonMark's backslash escapes: a backslash before any ASCII punctuation character is that character.
+_ESCAPE = textre.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def unescaped(text: str) -> str:
+    """`text` with Markdown's backslash escapes resolved, as a reader sees it: a page stored as Markdown
+    (trafilatura escapes ~ _ * [ ] …) says "RESTIC\\_PASSWORD\\_FILE" and "backup \\~"."""
+    return _ESCAPE.sub(r"\1", text) if "\\" in text else text
+
+
+def identifier_join(text: str, i: int) -> bool:
+    """The underscore at `i` joins an identifier (RESTIC_PASSWORD_FILE, set_broker): no emphasis mark."""
+    return text[i] == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
 
 __all__ = [
     "Block", "InlineSpan", "MarkdownIt", "SourceMap", "StateCore", "Token", "blocks", "code_ranges", "inline_spans",
     "new_parser",
-    "normalized", "parse", "parser",
+    "identifier_join", "normalized", "parse", "parser", "unescaped",
 ]
 
 _SPANNED = ("link", "image", "autolink", "backticks")

@@ -26,6 +26,11 @@ TOOLS = frozenset({"vaultkeep"})
     ("vaultkeep encrypts everything with AES-256 before it leaves the machine.", False),
     ("The COVID_19 pandemic moved many offices online.", False),  # no environment variable
     ("Winter lows reach -40 degrees in the north.", False),  # a negative number is no flag
+    # A shell program that is a common English word is one only after "run"/"with" or before a flag.
+    ("A systemd timer is the simplest way to make vaultkeep save your home folder every night.", False),
+    ("Cargo ships carry most of the world's goods.", False),
+    ("Build it with make install before the first run.", True),
+    ("Then run pip install vaultkeep in a virtual environment.", True),
 ])
 def test_a_sentence_states_a_step_as_code_inline(sentence, states):
     assert inline_command(sentence, TOOLS) is states
@@ -100,3 +105,37 @@ def test_feedback_about_the_plan_s_length_is_no_request_for_the_steps_facet():
     first = engine.plan(ctx, max_steps=4)
     shorter = engine.plan(ctx, max_steps=4, feedback="fewer steps please", previous=first)
     assert len(shorter.steps) == len(first.steps) - 1
+
+
+def test_the_answer_s_steps_come_from_every_sentence_a_step_ranked_install_first():
+    """Sections share sentences out, so a step's second command may be shown in no section; a doubtful
+    page's step counts when it names the tool, and installing comes first wherever its page stands."""
+    from research.agents.engines.offline.write import _Section, _stated_steps, installs
+
+    init = {"text": "First create the store with vaultkeep init --store /srv/vault and pick a passphrase.", "source": 1}
+    save = {"text": "Then save your home folder with vaultkeep -s /srv/vault save ~ as a new snapshot.", "source": 1}
+    install = {"text": "On Debian, install it with sudo apt install vaultkeep first.", "source": 2, "doubtful": True}
+    other = {"text": "Point the BORG_PASSPHRASE environment variable at a file.", "source": 3, "doubtful": True}
+    texts = {1: f"{init['text']} {save['text']}", 2: install["text"], 3: other["text"]}
+    sections = [
+        _Section("Steps", [init], "", True, {"sentences": [init, save, install, other]}),
+        _Section("Options and configuration", [], "", True, {"sentences": [save]}),
+    ]
+    steps = _stated_steps(sections, TOOLS, texts)
+    assert [s["text"] for s in steps] == [install["text"], init["text"], save["text"]]
+    assert installs(install["text"]) and not installs(init["text"])
+    assert not installs("Users can install plugins from the store.")  # no package manager
+
+
+def test_a_sentence_the_answer_quotes_is_not_quoted_again_by_another_section_s_copy():
+    """The answer may quote a step's ranked sentence while another section shows its own copy of it: what
+    was said, and where, is what counts as used, not the object."""
+    from research.agents.engines.offline.write import _key_findings, _said, _Section
+
+    text = "First create the store with vaultkeep init --store /srv/vault and pick a passphrase."
+    in_answer = {"text": text, "source": 1, "score": 1.0}
+    copy = dict(in_answer)  # the same quote in another step's notes
+    other = {"text": "Stores can live on a local disk or an SFTP server.", "source": 2, "score": 0.5}
+    sections = [_Section("Current state", [copy, other], "", True, {})]
+    findings = _key_findings("How do I set up vaultkeep?", sections, "academic", {_said(in_answer)})
+    assert [s["text"] for _, s in findings] == [other["text"]]

@@ -472,7 +472,9 @@ class OfflineEngine:
             focus=focus,
             prior=prior,
             source_weight=weights,
-            diversity=0.3,
+            # A procedure's steps share their words ("restic init --repo /srv/restic-repo", then "restic -r
+            # /srv/restic-repo backup ~"): diversity would keep one command and drop the next.
+            diversity=0.1 if kind == "how" else 0.3,
             floor=0.35,
             ignore=_shared_subject(ctx.question, locale, sources) - own,
         )

@@ -19,9 +19,10 @@ from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect
 from research.agents.engines.offline.select import _on_subject, _SubjectCheck
-from research.agents.rank import RankedSentence, tokenize
+from research.agents.rank import RankedSentence, tokenize, unescaped
 from research.agents.subject import _norm, subject_of
 from research.agents.types import AgentContext, SourceRef, ToolError
+from research.agents.words import zipf
 
 READ_PAGES = 10  # pages (or knowledge-base chunks) one step may read in all
 MORE_PAGES = 2  # pages read per "read further" move
@@ -165,6 +166,7 @@ def inline_command(sentence: str, tools: frozenset[str] = frozenset()) -> bool:
     an environment variable (RESTIC_PASSWORD_FILE). A tool is a known shell program or one of `tools`
     (the subject's own name); "restic is a backup program" states none: after the tool comes a flag or a
     path, or the tool follows "run"/"with" and a word follows it, or the tool is a shell program."""
+    sentence = unescaped(sentence)  # a page stored as Markdown escapes RESTIC\_PASSWORD\_FILE and "\~"
     if _ENV_VAR.search(sentence):
         return True
     words = _bare_words(sentence)
@@ -177,9 +179,15 @@ def inline_command(sentence: str, tools: frozenset[str] = frozenset()) -> bool:
         after = words[i + 1 : i + 4]
         if any(_FLAG.match(a) or a.startswith(("/", "~", "./")) for a in after):
             return True
-        if after and after[0][:1].islower() and (low in _SHELL_START or (i and words[i - 1].lower() in _RUN_WORDS)):
+        # A shell program that is also a common English word ("make restic back up", "cargo ships") is a
+        # tool only after "run"/"with", like the subject's own name.
+        program = low in _SHELL_START and zipf(low, "en") < _PROSE_WORD
+        if after and after[0][:1].islower() and (program or (i and words[i - 1].lower() in _RUN_WORDS)):
             return True
     return False
+
+
+_PROSE_WORD = 4.0  # make 6.1, go 6.0, poetry 4.4, cargo 4.2; apt 3.7, pip 3.4, sudo 2.4
 
 
 _LEAD_MARKUP = frozenset("[]|*_`<>{}#\\")

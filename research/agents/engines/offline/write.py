@@ -35,6 +35,11 @@ class _Section(NamedTuple):
         return self._replace(picked=[s for s in self.picked if keep(s)])
 
 
+def _said(sentence: dict[str, Any]) -> tuple[int, str]:
+    """A quote's identity in the report: its source and its words."""
+    return sentence["source"], sentence["text"]
+
+
 def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
     raw = result.notes.get("sentences") if isinstance(result.notes, dict) else None
     if not isinstance(raw, list):
@@ -168,8 +173,10 @@ def write_report(
                      texts={ref.number: ref.text for ref in ctx.sources()}, tools=tools)
     if answer:
         emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
-    used = {id(s) for _, s in answer}
-    findings = [f for f in _key_findings(ctx.question, sections, style, used) if id(f[1]) not in used]
+    # By what a sentence says and where, not by object: the answer may quote a step's ranked sentence that
+    # another section shows as its own copy.
+    used = {_said(s) for _, s in answer}
+    findings = [f for f in _key_findings(ctx.question, sections, style, used) if _said(f[1]) not in used]
     heading = "## 主要发现" if zh else "## Key findings"
     if findings:
         body = "\n".join(f"- {_cite(s['text'], s['source'], zh)}" for _, s in findings)
@@ -182,11 +189,11 @@ def write_report(
         )
         emit(f"{heading}\n\n{body}\n\n")
 
-    used |= {id(s) for _, s in findings}
+    used |= {_said(s) for _, s in findings}
     part_titles = {a.title for a in aspects}
     for section in sections:
         title, report_md = section.title, section.report_md
-        picked = [s for s in section.picked if id(s) not in used]
+        picked = [s for s in section.picked if _said(s) not in used]
         unanswered = _unanswered(section)
         if unanswered:  # said plainly, never filled with what the step found on a neighbouring point
             bullets = no_source_line(unanswered, zh)
@@ -317,25 +324,45 @@ _MOST_STEPS = 5
 
 def _stated_steps(sections: list[_Section], tools: frozenset[str], texts: dict[int, str]) -> list[dict[str, Any]]:
     """A "how do I …" answer when no source has a command block: the sentences that state a step as code
-    inline ("… with restic init --repo …"), from pages on the subject, in the order their sources state
-    them (install, create, back up, list), each once."""
+    inline ("… with restic init --repo …"), from pages on the subject or, on a doubtful page, naming the
+    question's tool ("install it with sudo apt install restic"), each once: an install first, then in the
+    order their sources state them (create, back up, list)."""
     found: list[dict[str, Any]] = []
     for section in sections:
-        for sentence in section.picked:
-            if sentence.get("doubtful") or not inline_command(sentence["text"], tools):
+        # Every sentence the step ranked, not only those its section shows: sections share sentences out,
+        # and a step's second command ("… restic -r /srv/restic-repo backup ~ …") may be shown nowhere.
+        raw = section.notes.get("sentences")
+        ranked = [s for s in raw if isinstance(s, dict) and isinstance(s.get("text"), str)
+                  and isinstance(s.get("source"), int)] if isinstance(raw, list) else []
+        for sentence in [*section.picked, *ranked]:
+            if not inline_command(sentence["text"], tools):
+                continue
+            if sentence.get("doubtful") and not names_tool(sentence["text"], tools):
                 continue
             if not any(near_duplicate(sentence["text"], f["text"]) for f in found):
                 found.append(sentence)
-    sources = list(dict.fromkeys(f["source"] for f in found))  # the page quoted first leads
+    # The page quoted first leads, pages on the subject before doubtful ones.
+    sources = list(dict.fromkeys(f["source"] for f in sorted(found, key=lambda f: bool(f.get("doubtful")))))
 
-    def place(sentence: dict[str, Any]) -> tuple[int, int]:
+    def place(sentence: dict[str, Any]) -> tuple[bool, int, int]:
         at = texts.get(sentence["source"], "").find(sentence["text"])
-        return sources.index(sentence["source"]), at if at >= 0 else len(texts.get(sentence["source"], ""))
+        return (not installs(sentence["text"]), sources.index(sentence["source"]),
+                at if at >= 0 else len(texts.get(sentence["source"], "")))
 
     return sorted(found, key=place)[:_MOST_STEPS]
 
+
+_INSTALLERS = frozenset("apt apt-get brew dnf yum pacman pip pip3 pipx npm cargo gem snap choco winget".split())
+
+
+def installs(sentence: str) -> bool:
+    """The sentence installs something with a package manager ("sudo apt install restic"): a first step."""
+    words = [w.strip(".,;:()`'\"").lower() for w in sentence.split()]
+    return any(a in _INSTALLERS and b in ("install", "add") for a, b in zip(words, words[1:], strict=False))
+
+
 def _key_findings(
-    question: str, sections: list[_Section], style: str, used: set[int] | None = None
+    question: str, sections: list[_Section], style: str, used: set[tuple[int, str]] | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
     """One finding per facet: each section's best sentence, sections on what the question asks first.
 
@@ -352,7 +379,7 @@ def _key_findings(
         want = 3 if section.title in asked else 1
         for sentence in section.picked:
             # A finding is what pages shown to be on the subject say; a doubtful page's sentence is not one.
-            if (used and id(sentence) in used) or sentence.get("doubtful"):
+            if (used and _said(sentence) in used) or sentence.get("doubtful"):
                 continue
             if want and not any(near_duplicate(sentence["text"], c["text"]) for _, c in chosen):
                 chosen.append((section.title, sentence))
