@@ -13,6 +13,7 @@ from research.render.derive import bilingual, dedupe, is_zh, join_sentences
 from research.report.carry import carried
 from research.report.citations import CITATION, find_citation_markers
 from research.report.document import ReportDocument, Sentence, is_aside, parse_report
+from research.report.markdown import identifier_join
 from research.report.references import is_references_heading as is_reference_heading
 
 PODCAST_SENTENCES_PER_SECTION = 5
@@ -68,6 +69,9 @@ _ZH_STOP = textre.compile(f"。[.。]+|([{scripts.HAN}])\\.(\\s|$)")  # 。。 /
 def tidy_line(text: str, zh: bool) -> str:
     """Spoken text: no markers or Markdown, one final punctuation mark ("？。" → "？"), no doubled marks."""
     text = CITATION.sub("", text)  # the report's grammar: never an image or a link
+    # An identifier's underscore is spoken as a pause (RESTIC_PASSWORD_FILE → "RESTIC PASSWORD FILE"), not
+    # dropped into one long word; emphasis and code marks go.
+    text = "".join(" " if identifier_join(text, i) else ch for i, ch in enumerate(text))
     text = textre.sub(r"[*_`#>]+", "", text)
     text = textre.sub(r"https?://\S+", "", text)
     text = textre.sub(r"\s+", " ", text).strip()

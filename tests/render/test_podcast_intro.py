@@ -60,3 +60,16 @@ def test_chinese_intro_gives_an_answer_not_the_question():
     hook = next(t for t in lines if t.startswith("先说结论"))
     assert "？" not in hook and "陶瓷隔膜" in hook
     assert not any("“答案”" in t for t in lines)
+
+
+def test_an_identifier_is_spoken_as_words_and_escapes_as_their_characters():
+    """A quote from a page stored as Markdown keeps its escapes ("RESTIC\\_PASSWORD\\_FILE", "\\~"): the
+    hosts say the words of the identifier, never one run-together word, and no backslash."""
+    from research.render.podcast_script import tidy_line
+
+    md = ("# How do I set up restic?\n\n## Answer\n\nPoint the RESTIC\\_PASSWORD\\_FILE environment variable at a "
+          "file only you can read. [1]\n\nThen run restic -r /srv/repo backup \\~ to save your home folder. [1]\n")
+    spoken = " ".join(line.text for line in podcast_script_from_markdown(md, locale="en-US").lines)
+    assert "RESTIC PASSWORD FILE" in spoken and "RESTICPASSWORDFILE" not in spoken
+    assert "\\" not in spoken and "backup ~" in spoken
+    assert tidy_line("This is *important* and _new_.", False) == "This is important and new."
