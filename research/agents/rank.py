@@ -98,16 +98,31 @@ def _letters_ratio(text: str) -> float:
     return sum(1 for ch in visible if ch.isalpha()) / len(visible)
 
 
-def _without_identifier_joins(text: str) -> str:
-    return "".join(ch for i, ch in enumerate(text) if not identifier_join(text, i))
+def _without_code_marks(text: str) -> str:
+    """The text less the marks that belong to code stated inline, which are no markup: an identifier's
+    underscore (RESTIC_PASSWORD_FILE), "@" or a backslash inside a token (lefthook@latest,
+    %APPDATA%\\pip\\pip.ini), and a comparison (>=10.0.0, <5%). A tag (<div>), a handle (@name), a table's
+    "|" stay markup."""
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        before = text[i - 1] if i else " "
+        after = text[i + 1] if i + 1 < len(text) else " "
+        inline = (identifier_join(text, i)
+                  or (ch in "@\\" and not before.isspace() and after.isalnum())
+                  or (ch in "<>" and (after == "=" or after.isdigit())))
+        if not inline:
+            out.append(ch)
+    return "".join(out)
 
 
 def is_content_sentence(sentence: str) -> bool:
     """Prose worth citing: terminated, sensible length, mostly letters, no markup or page furniture. Judged
-    on the characters a reader sees (`unescaped`): an escaped "\\~" is a tilde, and an identifier's
-    underscore is no emphasis mark."""
+    on the characters a reader sees (`unescaped`): an escaped "\\~" is a tilde, and code stated inline
+    (an identifier, a version spec, a path) holds no markup (`_without_code_marks`)."""
     shown = unescaped(sentence)
-    if not _ends_sentence(shown) or _MARKUP.search(_without_identifier_joins(shown)) or _BOILERPLATE.search(shown):
+    if not _ends_sentence(shown) or _MARKUP.search(_without_code_marks(shown)) or _BOILERPLATE.search(shown):
+        return False
+    if shown[:1] in "<>":  # at the start of a report line it would open a block quote
         return False
     if is_furniture(shown):  # a byline or blurb in text fetched or indexed before cleaning (research.tools.clean)
         return False

@@ -70,3 +70,17 @@ def test_escaping_punctuation_never_changes_a_verdict_or_what_is_read(words, whi
 @pytest.mark.parametrize("text", ["C:\\Users\\me has no escapes", "a \\ alone", "\\\\ twice"])
 def test_a_backslash_before_no_punctuation_stays(text):
     assert unescaped(text).count("\\") >= 1
+
+
+@pytest.mark.parametrize(("sentence", "kept"), [
+    ("Install it with your package manager, for example go install github.com/acme/hooky@latest today.", True),
+    ("设为默认镜像：先升级 pip 到最新的版本（>=10.0.0），然后进行配置。", True),  # a version spec
+    ("Windows 下的配置文件是 %APPDATA%\\pip\\pip.ini，没有的话新建一个即可。", True),  # a path
+    ("Fewer than 5 percent of cells fail when the rate stays <5% per cycle in the lab.", True),
+    ("Follow us on social media @newsdesk for the latest updates every day.", False),  # a handle
+    ("Wrap the text in a <div> element so that the layout stays the same.", False),  # a tag
+    ("Documentation | Changelog | Contributing | Sponsors and other links here.", False),  # a menu
+    (">= 10 percent of the runs failed in the first week of the trial period.", False),  # a block quote
+])
+def test_code_stated_inline_is_prose_not_markup(sentence, kept):
+    assert is_content_sentence(sentence) is kept

@@ -314,7 +314,10 @@ def _zh_sentence(draw: st.DrawFn) -> str:
 
 
 _PARAGRAPH = st.one_of(
-    st.lists(_en_sentence(), min_size=1, max_size=4).map(" ".join),
+    # Not one that holds a reading time itself ("The prices 0 minutes read March 14, 2025."): that is the
+    # furniture the tests glue on, and no cleaner can tell which of the two was the page's.
+    st.lists(_en_sentence(), min_size=1, max_size=4).map(" ".join).filter(
+        lambda p: not any(f"{n} minutes read" in p for n in "0123456789")),
     st.lists(_zh_sentence(), min_size=1, max_size=4).map("".join),
 )
 
