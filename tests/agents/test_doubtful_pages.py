@@ -138,10 +138,13 @@ def test_when_no_page_is_on_the_subject_the_pages_turned_away_for_want_of_eviden
     long_run, football = page_about(subject, *LONG_RUN), page_about(subject, *FOOTBALL)
     assert not long_run.about and not long_run.firm, long_run
     assert not football.about and football.firm, football
-    weights = _source_weights(MARATHON_Q, "zh-CN", _refs(LONG_RUN, FOOTBALL))
-    # Read last and flagged, never an empty report: but the page on another sport stays turned away.
+    unrelated = ("光伏电站的度电成本", "2023年大型光伏电站的度电成本比2010年下降了约90%，逆变器和支架占了一半以上。")
+    weights = _source_weights(MARATHON_Q, "zh-CN", _refs(LONG_RUN, FOOTBALL, unrelated))
+    # Read last and flagged, never an empty report: but the page on another sport stays turned away, and
+    # so does a page that names no term of the subject at all (never a neighbour's subject as filler).
     assert 1 in weights.doubtful and 1 not in weights.rejected and weights[1] == DOUBTFUL
     assert 2 in weights.rejected and 2 not in weights.doubtful
+    assert 3 not in weights.doubtful and not weights.get(3)
     # With a page on the subject among them, the soft verdict turns the page away as before.
     on = ("马拉松比赛中的猝死：风险有多大", "马拉松比赛中猝死的风险约为每10万名参赛者0.5例，多发生在比赛最后阶段。")
     weights = _source_weights(MARATHON_Q, "zh-CN", _refs(LONG_RUN, FOOTBALL, on))

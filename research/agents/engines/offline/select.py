@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.rank import RankedSentence, tokenize
-from research.agents.subject import page_about, sentence_about, subject_of, with_competitors
+from research.agents.subject import names_subject, page_about, sentence_about, subject_of, with_competitors
 from research.agents.text import key_terms
 from research.agents.types import SourceRef
 
@@ -82,7 +82,7 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     total = sum(len(t) for t in terms)
     weights = SourceWeights()
     foreign: list[int] = []
-    soft: list[int] = []  # turned away with no evidence of another subject (Verdict.firm False)
+    soft: list[int] = []  # turned away with no evidence of another subject, naming part of this one
     about = 0
     subject = subject_of(question, locale)
     for ref in sources:
@@ -109,8 +109,8 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         if not verdict.about:
             weights[ref.number] = 0.0
             weights.rejected[ref.number] = verdict.why
-            if not verdict.firm:
-                soft.append(ref.number)
+            if not verdict.firm and names_subject(subject, f"{ref.title}\n{ref.text}"):
+                soft.append(ref.number)  # names a term of the subject (猝死), not its whole (马拉松比赛中猝死)
             continue
         about += 1
         if subject.specific:
@@ -122,7 +122,8 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
     if not about and not weights.doubtful:
         # Not one page shown to be on the subject, none doubtful: the pages turned away only for want of
-        # evidence (they may name it otherwise: 长跑赛事 for 马拉松) are read last and flagged, not dropped.
+        # evidence that name a term of it (猝死 on a page that says 长跑 for 马拉松) are read last and
+        # flagged, not dropped. A page that never names the subject at all stays turned away.
         for number in soft:
             weights[number] = DOUBTFUL
             weights.doubtful[number] = weights.rejected.pop(number)
