@@ -5,7 +5,7 @@ its pages are made up for this test; in-memory context, no model, no network."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from research.agents.engines.offline import OfflineEngine
@@ -40,6 +40,7 @@ _PROSE = st.lists(st.sampled_from("the a store is fast and secure backups keep y
                                   "runs every night with care vaultkeep".split()), min_size=1, max_size=20)
 
 
+@settings(deadline=None)  # no timing: the first call loads the word frequencies
 @given(_PROSE)
 def test_prose_states_no_step_until_a_flag_is_added(words):
     sentence = " ".join(words) + "."

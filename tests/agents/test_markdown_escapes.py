@@ -7,7 +7,7 @@ claim check read "set_broker" as "setbroker". The quote itself stays the source'
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from research.agents.engines.offline.read import inline_command
@@ -58,6 +58,7 @@ def _escaped(text: str, which: str) -> str:
     return "".join(f"\\{ch}" if ch in which else ch for ch in text)
 
 
+@settings(deadline=None)  # no timing: the machine may be loaded
 @given(_WORDS, st.sets(st.sampled_from(_ESCAPABLE)))
 def test_escaping_punctuation_never_changes_a_verdict_or_what_is_read(words, which):
     sentence = "Then " + " ".join(words) + "."
