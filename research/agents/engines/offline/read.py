@@ -40,9 +40,14 @@ def _says(words: str, phrase: str) -> bool:
     return f" {phrase} " in words if " " in phrase else f" {phrase}" in words
 
 
+def _padded_words(text: str) -> str:
+    """The text's words, lower-cased, " "-joined and padded, for `_says`."""
+    return " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
+
+
 def part_kind(text: str) -> str:
     """What a part asks for: "how" (a procedure: a command states it), "much" (a figure) or ""."""
-    words = " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
+    words = _padded_words(text)
     if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
         return "how"
     if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or asked_unit(text):
@@ -71,7 +76,7 @@ _UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
 
 def asked_unit(text: str) -> textre.Pattern | None:
     """The unit a part's answer is stated in, as a pattern over sentences, or None (see _UNITS)."""
-    words = " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
+    words = _padded_words(text)
     for english, chinese, unit in _UNITS:
         if any(_says(words, p) for p in english) or any(p in text for p in chinese):
             return unit

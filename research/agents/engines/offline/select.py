@@ -83,7 +83,6 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     weights = SourceWeights()
     foreign: list[int] = []
     soft: list[int] = []  # turned away with no evidence of another subject, naming part of this one
-    about = 0
     subject = subject_of(question, locale)
     for ref in sources:
         if not _same_script(locale, ref) or not terms:
@@ -112,7 +111,6 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             if not verdict.firm and names_subject(subject, f"{ref.title}\n{ref.text}"):
                 soft.append(ref.number)  # names a term of the subject (猝死), not its whole (马拉松比赛中猝死)
             continue
-        about += 1
         if subject.specific:
             # The subject model found the page about the question's specific subject: the share of the
             # question's other words only orders such pages ("公共充电桩利用率偏低" answers a question on
@@ -120,7 +118,7 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             weights[ref.number] = 0.6 + 0.4 * share
         else:
             weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
-    if not about and not weights.doubtful:
+    if soft and len(weights.rejected) == len(weights):
         # Not one page shown to be on the subject, none doubtful: the pages turned away only for want of
         # evidence that name a term of it (猝死 on a page that says 长跑 for 马拉松) are read last and
         # flagged, not dropped. A page that never names the subject at all stays turned away.

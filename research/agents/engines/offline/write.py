@@ -11,6 +11,7 @@ from research import scripts
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import Aspect, question_aspects, question_facets
 from research.agents.engines.offline.read import (
+    _bare_words,
     about_subject,
     command_tools,
     inline_command,
@@ -41,7 +42,12 @@ def _said(sentence: dict[str, Any]) -> tuple[int, str]:
 
 
 def _notes_sentences(result: StepResult) -> list[dict[str, Any]]:
-    raw = result.notes.get("sentences") if isinstance(result.notes, dict) else None
+    return _ranked_in(result.notes)
+
+
+def _ranked_in(notes: Any) -> list[dict[str, Any]]:
+    """The well-formed sentences a step's notes hold (each with its text and source number)."""
+    raw = notes.get("sentences") if isinstance(notes, dict) else None
     if not isinstance(raw, list):
         return []
     return [
@@ -331,10 +337,7 @@ def _stated_steps(sections: list[_Section], tools: frozenset[str], texts: dict[i
     for section in sections:
         # Every sentence the step ranked, not only those its section shows: sections share sentences out,
         # and a step's second command ("… restic -r /srv/restic-repo backup ~ …") may be shown nowhere.
-        raw = section.notes.get("sentences")
-        ranked = [s for s in raw if isinstance(s, dict) and isinstance(s.get("text"), str)
-                  and isinstance(s.get("source"), int)] if isinstance(raw, list) else []
-        for sentence in [*section.picked, *ranked]:
+        for sentence in [*section.picked, *_ranked_in(section.notes)]:
             if not inline_command(sentence["text"], tools):
                 continue
             if sentence.get("doubtful") and not names_tool(sentence["text"], tools):
@@ -357,7 +360,7 @@ _INSTALLERS = frozenset("apt apt-get brew dnf yum pacman pip pip3 pipx npm cargo
 
 def installs(sentence: str) -> bool:
     """The sentence installs something with a package manager ("sudo apt install restic"): a first step."""
-    words = [w.strip(".,;:()`'\"").lower() for w in sentence.split()]
+    words = [w.strip("`").lower() for w in _bare_words(sentence)]
     return any(a in _INSTALLERS and b in ("install", "add") for a, b in zip(words, words[1:], strict=False))
 
 
