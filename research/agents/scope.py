@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from research import scripts
+from research import scripts, textre
 from research.agents import words as S
+from research.agents.synonyms import noun_compound
 
 _ASPECTS_EN = frozenset(S._norm(w) for w in S.ASPECT_NOUNS_EN)
 _ASPECTS_ZH = S.ASPECT_NOUNS_ZH
@@ -116,6 +117,20 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
                       and w[: -len(words[0])] not in words), "")
         if glued:
             return S.Verdict(False, f"its title is about {glued}, not {''.join(words)}")
+        # The compound named as the modifier of a thing with a name of its own: "Heat pump water heaters"
+        # are water heaters (an English compound's head is its last noun), not heat pumps.
+        wider = _named_after(title, head) if script == "en" else ""
+        if wider:
+            return S.Verdict(False, f"its title is about {wider}s, not {' '.join(words)}", firm=False)
+        # A title that sets another kind beside the question's ("Panic attack or heart attack?") is about
+        # the one its page names more.
+        joiner = "" if script == "zh" else " "
+        whole = joiner.join(words) if len(words) > 1 else head
+        other = next((k for k in _kinds_before(title, title_seq, head, script, words)
+                      if S.zipf(k, script) < _MODIFIER_RARE and page.hits(k) > page.hits(whole)), "")
+        if other:
+            return S.Verdict(False, f"its title sets {other} {head} beside {whole}, and the page names it more",
+                             firm=False)
         # The title names the whole subject, kind and thing (and no other place): it is about it, whatever
         # the frequency rules would make of a term built from the question's other words.
         return S.Verdict(True, f"its title names {' '.join(words)}")
@@ -136,6 +151,42 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     if any(w in aspects for w in title_seq) and not page.hits(head) and not any(page.in_title(m) for m in modifiers):
         return S.Verdict(False, f"its title asks the question of something else, never naming {head}", firm=False)
     return None
+
+
+_TITLE_TOKEN = textre.compile(r"[A-Za-z][A-Za-z'-]*|[^\sA-Za-z]")
+
+
+def _named_after(title: str, head: str) -> str:
+    """The noun WordNet lists as one word pair right after the head in the title ("water heater"), or
+    made of the head and the word after it ("battery charger"), with no punctuation between: the head
+    only qualifies that thing. '' where there is none, or where it is
+    an attribute asked of the head ("battery recycling", "heat pump costs")."""
+    tokens = [t.lower() for t in _TITLE_TOKEN.findall(title)]
+    for i, token in enumerate(tokens[:-1]):
+        if S._norm(token) != head or not tokens[i + 1].isalpha() or is_aspect(tokens[i + 1]):
+            continue
+        following = tokens[i + 2] if i + 2 < len(tokens) else ""
+        if following.isalpha() and not is_aspect(following) and noun_compound(tokens[i + 1], following):
+            return f"{tokens[i + 1]} {following}".removesuffix("s")  # heat pump water heaters
+        if noun_compound(token, tokens[i + 1]):
+            return f"{token} {tokens[i + 1]}".removesuffix("s")  # car battery chargers
+    return ""
+
+
+def _kinds_before(title: str, seq: list[str], head: str, script: str, words: tuple[str, ...]) -> list[str]:
+    """The kinds the title names of the head other than the question's: the word right before an
+    occurrence of the head that is not a question word ("panic" of "Panic attack or heart attack?")."""
+    kinds: list[str] = []
+    for i, w in enumerate(seq):
+        if script == "zh" and w != head and w.endswith(head):
+            before = w[: -len(head)]  # 钾离子电池 segmented whole: the kind is its front
+        elif w == head and i > 0 and (script == "en" or seq[i - 1] + head in title):
+            before = seq[i - 1]  # a Chinese kind is written against its head (not 广场舞为什么在中老年人)
+        else:
+            continue
+        if before not in words and before not in kinds:
+            kinds.append(before)
+    return kinds
 
 
 def _word_before(seq: list[str], head: str, script: str, words: tuple[str, ...] = ()) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 
 from research import scripts, textre
 from research.agents import synonyms
+from research.agents.definitions import lead_defines
 from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
 from research.agents.text import ZH_STOP_PHRASES
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
@@ -183,9 +184,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         # word does, as a compound: a page on a panic attack or on stroke is not about it.
         phrase = subject_phrase(question, locale)
         if len(phrase) >= 2 and not any(scripts.has_han(w) for w in phrase):
-            # A head this common is one that pages leave out ("rooftop solar" is solar power): the
-            # modifiers name the thing then.
-            terms = [_compound_term(phrase, named=phrase[:-1] if zipf(phrase[-1], "en") >= COMMON_HEAD else phrase)]
+            terms = [_compound_term(phrase)]
     unique = {t.head: t for t in terms}  # "GLP-1 drugs" twice is one term
     names = synonyms.aliases(f"{question} {within or ''}") if not scripts.has_han(question) else ()
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
@@ -215,9 +214,14 @@ def _zh_predicate(run: list[tuple[str, str]], following: str) -> bool:
             and "f" not in {flag for _, flag in zh_tagged(following)})
 
 
-def _compound_term(phrase: tuple[str, ...], *, named: tuple[str, ...] | None = None) -> Term:
-    """A subject term of common words, named as a compound (of `named`, else all its words)."""
-    return Term(text=" ".join(phrase), words=phrase, core=(compound(named or phrase),), common=True)
+def _compound_term(phrase: tuple[str, ...]) -> Term:
+    """A subject term of common words, named as a compound. A head this common is one that pages leave
+    out where the words before it are no noun of their own ("solar" is solar power): they name the thing
+    then. "Heart" is a thing of its own, so only "heart attack" names a heart attack, not "the heart stops"."""
+    left_out = (len(phrase) >= 2 and zipf(phrase[-1], "en") >= COMMON_HEAD
+                and not any(map(synonyms.is_noun, phrase[:-1])))
+    return Term(text=" ".join(phrase), words=phrase, core=(compound(phrase[:-1] if left_out else phrase),),
+                common=True)
 
 
 def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int]]:
@@ -270,6 +274,12 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     if in_title and not rival_title:
         return Verdict(True, f"names {term.text} in its title")
     if rival_title and not in_title:
+        # Unless its lead says the title's word is a name or a kind of the subject ("Myocardial
+        # infarction, the medical name for … a heart attack").
+        defined = next((w for w in _rare_words(title, RIVAL, subject.vocabulary)
+                        if lead_defines(subject, text, w, title=title)), "")
+        if defined:
+            return Verdict(True, f"its lead says {defined} is {term.text}")
         rival_most = max(rival_count, page.hits(rival_title))
         if named >= 2 * rival_most:
             return Verdict(True, f"names {term.text} {named} times")

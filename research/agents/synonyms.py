@@ -77,6 +77,23 @@ def _meanings() -> dict[int, tuple[str, ...]]:
     return meanings
 
 
+def is_noun(word: str) -> bool:
+    """WordNet knows the word (or its singular) as a noun: "heart" and "wind" are things of their own,
+    "solar" and "nuclear" are not. True where WordNet is not installed: nothing is assumed then."""
+    index = _noun_index()
+    if not index:
+        return True
+    word = word.lower()
+    return word in index or any(lemma in index for lemma in _lemmas(word).get("NOUN", ()))
+
+
+def noun_compound(first: str, second: str) -> bool:
+    """WordNet lists the two words as one noun ("water heater", "heat pump"); False without WordNet."""
+    index = _noun_index()
+    last = second.lower()
+    return any(f"{first.lower()}_{form}" in index for form in (last, *_lemmas(last).get("NOUN", ())))
+
+
 def _usable(name: str, word: str) -> bool:
     same = [stem(w) for w in name.lower().split()] == [stem(w) for w in word.lower().split()]
     if same or len(name) < 3 or not _NAME.fullmatch(name):

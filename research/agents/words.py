@@ -139,6 +139,32 @@ ASPECT_NOUNS_ZH = frozenset((
     "症状", "原因", "寿命", "好处", "坏处", "优点", "缺点",
 ))
 
+# Attribute nouns that ask the same thing: a page answers "the warning signs" with "symptoms" and "费用"
+# with "成本". A closed class, like the attribute nouns themselves; each group's words stand for each other
+# in what a part asks (research/agents/engines/offline/parts.py), never in a subject.
+ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
+    "sign signs symptom symptoms",
+    "cost costs price prices expense expenses",
+    "risk risks danger dangers hazard hazards",
+    "benefit benefits advantage advantages",
+    "disadvantage disadvantages drawback drawbacks downside downsides",
+    "effect effects impact impacts",
+    "cause causes reason reasons",
+    "obstacle obstacles barrier barriers challenge challenges",
+    "症状 征兆 迹象",
+    "成本 费用 价格 花费",
+    "风险 危险",
+    "好处 益处 优点",
+    "坏处 缺点 弊端",
+    "原因 起因",
+))
+
+
+def aspect_kin(word: str) -> tuple[str, ...]:
+    """The other words of an attribute noun's group ("signs" → sign, symptom, symptoms), or ()."""
+    low = word.lower()
+    return tuple(sorted(w for group in ASPECT_KIN if low in group for w in group if w != low))
+
 
 def _norm(word: str) -> str:
     return stem(word) if word.isascii() else word

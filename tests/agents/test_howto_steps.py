@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from research.agents.engines.offline import OfflineEngine
+from research.agents.engines.offline.question import question_facets
 from research.agents.engines.offline.read import inline_command
 from tests.support.fake_context import FakeContext, FakePage
 
@@ -98,6 +99,17 @@ def test_a_how_to_plan_has_steps_settings_and_pitfalls_not_a_history():
     assert [s.title for s in zh.steps] == ["操作步骤", "选项与配置", "常见问题"]
     other = engine.plan(FakeContext(question="What limits vaultkeep adoption?"), max_steps=3)
     assert "Steps" not in [s.title for s in other.steps]
+    # A figure asked of a procedure is no how-to: no settings or pitfalls sections for a price.
+    cost = engine.plan(FakeContext(question="How much does a vaultkeep appliance cost to install?"), max_steps=3)
+    assert not {"Steps", "Options and configuration", "Common problems"} & {s.title for s in cost.steps}
+
+
+def test_a_procedure_s_pitfalls_are_no_facet_of_other_questions():
+    # "warning" and "lost" are a procedure's pitfall words; the warning signs of an illness or the rate a
+    # habitat is lost at are not what goes wrong in a procedure.
+    assert "pitfalls" not in [f.key for f in question_facets("What are the warning signs of vaultkeep fever?")]
+    assert "pitfalls" not in [f.key for f in question_facets("How fast are vaultkeep marshes being lost?")]
+    assert "pitfalls" in [f.key for f in question_facets("How do I set up vaultkeep without errors?")]
 
 
 def test_feedback_about_the_plan_s_length_is_no_request_for_the_steps_facet():

@@ -140,3 +140,8 @@ def test_what_a_part_asks_for():
     assert part_kind("What does it cost?") == "much"
     assert part_kind("钠离子电池的成本") == "much" and part_kind("如何安装 Flowq？") == "how"
     assert part_kind("What is Zorblax") == ""
+    # How it asks comes before what it names: a cost of installing is a figure, not a procedure.
+    assert part_kind("How much does a Zorblax heat pump cost to install") == "much"
+    assert part_kind("安装一台 Zorblax 热泵要多少钱？") == "much"
+    assert part_kind("How do I install Zorblax, and how much disk does it need?") == "how"
+    assert part_kind("Which command lists the Zorblax snapshots?") == "how"

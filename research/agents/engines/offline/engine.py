@@ -262,7 +262,7 @@ class OfflineEngine:
         if aspect:
             # What the part asks ("limits" → the challenge words) counts even where it is a key term.
             asked = [w for facet in question_facets(aspect.title) for w in facet.hints.split()]
-            focus = " ".join(dict.fromkeys([*focus.split(), *aspect.words, *asked]))
+            focus = " ".join(dict.fromkeys([*focus.split(), *aspect.words, *aspect.kin, *asked]))
         return search_query, rank_query, focus
 
     def _gather(self, ctx: AgentContext, step: PlanStep, query: str, *,
@@ -303,6 +303,8 @@ class OfflineEngine:
         # pump costs) asks nothing more specific: any sentence on the subject may answer it.
         _, _, focus = self._queries(ctx, step)
         part_words = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        # Focus holds the words of the part's attribute group too ("symptoms" for "signs"), which count
+        # only where the part's own words are more than the subject.
         hints = set(tokenize(focus)) if aspect else set()
         own: set[str] = set()
         words = " ".join([asked, *(aspect.words if aspect else ())])

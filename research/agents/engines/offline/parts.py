@@ -7,13 +7,13 @@ Each part is a complete question that names the subject, in the question's langu
   "数据中心的耗电量有多大，如何降低？" → "数据中心如何降低耗电量");
 - a list of asked attributes of one subject is one part per attribute, each naming the subject
   ("What are the costs, risks and benefits of X?", "钠离子电池的成本和性能如何？");
-- "and"/和 inside one phrase never splits: years, numbers, names and places, the objects of one
-  preposition ("in 2021 and 2022", "the US and Canada", "2021年和2022年"), a comparison ("How does X
-  compare with Y?", "X和Y相比如何"), the subject of a yes/no question ("Do retries and backoff help?"),
-  anything inside a "when …"/"if …" clause.
+- "and"/和 inside one phrase never splits: years, numbers, names and places, the objects of one preposition
+  ("in 2021 and 2022", "the US and Canada", "2021年和2022年"), a comparison ("How does X compare with Y?",
+  "X和Y相比如何"), the subject of a yes/no question ("Do retries and backoff help?"), anything inside a
+  "when …"/"if …" clause.
 
-When in doubt a question stays whole: one part that answers everything beats a fragment that asks
-nothing. No part is ever cut between its subject and its verb. Plain functions, no model, no Django.
+When in doubt a question stays whole: one part that answers everything beats a fragment that asks nothing.
+No part is ever cut between its subject and its verb. Plain functions, no model, no Django.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from research.agents.types import PlanStep
 from research.agents.words import (
     ASPECT_NOUNS_EN,
     ASPECT_NOUNS_ZH,
+    _raw_words,
     _zh_grammar,
+    aspect_kin,
     en_base_verb,
     en_participle_after,
     en_verb_after,
@@ -45,6 +47,7 @@ class Aspect:
     title: str  # the part as a complete question in the question's language, without its final "?"
     query: str  # its own key terms plus the subject's, for the step's search
     words: tuple[str, ...]  # the words that tell this part from the others
+    kin: tuple[str, ...] = ()  # the same attribute in other words ("symptoms" for "signs": words.ASPECT_KIN)
 
 
 # ---------------------------------------------------------------- English
@@ -541,11 +544,8 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
 def _zh_own(part: str, subject: str) -> str:
     """What a Chinese part asks besides its subject: its terms with the subject and ask words taken out."""
     rest = part.replace(subject, " ", 1) if subject else part
-    # Whole words (jieba's), so an ask word never leaves half a word behind ("哪家公司" is 哪家 + 公司, not
-    # 家公司); the asking words, grammar words (应该, 每周, 以前: no page need say them) and one-character
-    # words go, common nouns stay (公司 is what is asked).
-    from research.agents.words import _raw_words
-
+    # Whole words (jieba's), so an ask word never leaves half a word behind (哪家公司 is 哪家 + 公司, not 家公司);
+    # asking words, grammar words (应该, 每周, 以前) and one-character words go, common nouns stay (公司).
     asks = (*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些")
     kept = [w for w, lang in _raw_words(_ZH_AND.sub(" ", rest)) if lang == "zh" and len(w) >= 2
             and w not in ZH_STOP_PHRASES and not any(a in w for a in asks)]
@@ -590,7 +590,8 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
         if query.lower() in queries:  # siblings never search the same words
             query = f"{query} {title}"
         queries.add(query.lower())
-        out.append(Aspect(title[:200], query[:400], words))
+        kin = tuple(dict.fromkeys(k for w in words for k in aspect_kin(w) if k not in words))
+        out.append(Aspect(title[:200], query[:400], words, kin))
     return out
 
 

@@ -260,6 +260,71 @@ def _requested_count(feedback: str, current: int) -> int | None:
     return None
 
 
+# ---------------------------------------------------------------- what a part asks for
+
+_HOW_ASK_EN = ("how do i", "how to", "how can i", "how should i")
+_HOW_ASK_ZH = ("如何安装", "怎么安装", "怎样安装", "如何配置", "怎么配置")
+_HOW_EN = ("install", "set up", "configure", "command")
+_HOW_ZH = ("命令", "安装")
+_MUCH_EN = ("how much", "how many", "how fast", "how large", "how big", "what share", "what percentage", "cost")
+_MUCH_ZH = ("多少", "多大", "多快", "比例", "成本", "价格")
+
+
+def _says(words: str, phrase: str) -> bool:
+    """`phrase` in `words` (" "-joined and padded): a phrase of several words as whole words ("how to"
+    is not in "how tough"), one word also as the start of a longer one ("install" in "installing")."""
+    return f" {phrase} " in words if " " in phrase else f" {phrase}" in words
+
+
+def _padded_words(text: str) -> str:
+    """The text's words, lower-cased, " "-joined and padded, for `_says`."""
+    return " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
+
+
+def part_kind(text: str) -> str:
+    """What a part asks for: "how" (a procedure: a command states it), "much" (a figure) or "".
+    How it asks comes first: "how do I install …" asks for a procedure, "how much does it cost to
+    install …" (安装一台要多少钱) for a figure, though it names installing; a part that asks neither way
+    and names a procedure ("which command lists the snapshots") asks for the procedure."""
+    words = _padded_words(text)
+    if any(_says(words, p) for p in _HOW_ASK_EN) or any(w in text for w in _HOW_ASK_ZH):
+        return "how"
+    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or asked_unit(text):
+        return "much"
+    if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
+        return "how"
+    return ""
+
+
+# What unit a part's answer is in, by how it asks: "几岁" wants an age, "how soon" a span of time, "how
+# often" a rate. (ask phrases in English, in Chinese; the answer's unit), most specific first. A Chinese
+# count is one to three digits after a non-digit, so "2023年" is a year, not a span.
+_N_ZH = r"(?:^|\D)(?:\d{1,3}(?:\.\d+)?|[一二两三四五六七八九十半]+)"
+_UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
+    (("how often", "how many times", "how frequently"),
+     ("多久一次", "多长时间一次", "几次", "多少次", "每年都", "每年要"),
+     textre.compile(r"\b(?:every|each|per|a)\s+(?:year|month|week|day|season)\b|\bannual(?:ly)?\b|\bonce\b"
+                    r"|\btwice\b|\b\d+\s+times\b|每(?:年|月|周|天|季|隔)|一年一次|" + _N_ZH + r"\s*次", textre.I)),
+    (("how old", "what age", "which age", "until what age", "age limit"), ("几岁", "多少岁", "多大年龄", "年龄"),
+     textre.compile(r"\bages?\s+(?:of\s+)?\d+|\baged\s+\d+|\b\d+\s*(?:-|\s)?years?(?:-|\s)old\b"
+                    r"|\b(?:under|over|older than|younger than)\s+(?:age\s+)?\d+\b|" + _N_ZH + r"\s*周?岁", textre.I)),
+    (("how long", "how soon", "how quickly", "within what time"),
+     ("多久", "多长时间", "几天", "几个月", "几小时", "几分钟", "多少天", "多少分钟", "多少小时"),
+     textre.compile(r"\b\d+(?:\.\d+)?\s*(?:(?:-|to|–)\s*\d+\s*)?(?:seconds?|minutes?|mins?|hours?|hrs?|days?"
+                    r"|weeks?|months?|years?)\b|" + _N_ZH + r"\s*个?(?:秒|分钟|小时|天|周|星期|个月|年)", textre.I)),
+)
+
+
+def asked_unit(text: str) -> textre.Pattern | None:
+    """The unit a part's answer is stated in, as a pattern over sentences, or None (see _UNITS)."""
+    words = _padded_words(text)
+    for english, chinese, unit in _UNITS:
+        if any(_says(words, p) for p in english) or any(p in text for p in chinese):
+            return unit
+    return None
+
+
+
 def _plan_title(question: str) -> str:
     title = " ".join(question.split())
     if len(title) > 120:
@@ -288,12 +353,15 @@ def question_facets(question: str) -> list[Facet]:
     # "solid-state" is not a question about the current state: compounds are the topic's words.
     words = set(tokenize(textre.sub(r"\S+-\S+", " ", question)))
     found: list[Facet] = []
+    how = part_kind(question) == "how"
     for facet in FACETS:
+        if facet.key in HOW_FACETS and not how:
+            continue  # a procedure's pitfalls ("warning", "lose") are not the warning signs of an illness
         names = (*facet.aliases, *facet.hints.split())
         if any(set(tokenize(n)) and set(tokenize(n)) <= words for n in names):
             found.append(facet)
     return found
 
 
-__all__ = ["FACETS", "HOW_FACETS", "Aspect", "Facet", "_aspect_of", "is_small_talk", "question_aspects",
-           "question_facets"]
+__all__ = ["FACETS", "HOW_FACETS", "Aspect", "Facet", "_aspect_of", "asked_unit", "is_small_talk", "part_kind",
+           "question_aspects", "question_facets"]

@@ -17,7 +17,13 @@ from typing import Any
 
 from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
-from research.agents.engines.offline.question import Aspect
+from research.agents.engines.offline.question import (  # noqa: F401  (what a part asks: read from here too)
+    Aspect,
+    _padded_words,
+    _says,
+    asked_unit,
+    part_kind,
+)
 from research.agents.engines.offline.select import _on_subject, _SubjectCheck
 from research.agents.rank import RankedSentence, tokenize, unescaped
 from research.agents.subject import _norm, subject_of
@@ -27,61 +33,6 @@ from research.agents.words import zipf
 READ_PAGES = 10  # pages (or knowledge-base chunks) one step may read in all
 MORE_PAGES = 2  # pages read per "read further" move
 STEP_SECONDS = 120.0  # a step stops reading further after this long (ctx.options["step_time_budget_s"])
-
-_HOW_EN = ("how do i", "how to", "how can i", "how should i", "install", "set up", "configure", "command")
-_HOW_ZH = ("如何安装", "怎么安装", "怎样安装", "如何配置", "怎么配置", "命令", "安装")
-_MUCH_EN = ("how much", "how many", "how fast", "how large", "how big", "what share", "what percentage", "cost")
-_MUCH_ZH = ("多少", "多大", "多快", "比例", "成本", "价格")
-
-
-def _says(words: str, phrase: str) -> bool:
-    """`phrase` in `words` (" "-joined and padded): a phrase of several words as whole words ("how to"
-    is not in "how tough"), one word also as the start of a longer one ("install" in "installing")."""
-    return f" {phrase} " in words if " " in phrase else f" {phrase}" in words
-
-
-def _padded_words(text: str) -> str:
-    """The text's words, lower-cased, " "-joined and padded, for `_says`."""
-    return " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
-
-
-def part_kind(text: str) -> str:
-    """What a part asks for: "how" (a procedure: a command states it), "much" (a figure) or ""."""
-    words = _padded_words(text)
-    if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
-        return "how"
-    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or asked_unit(text):
-        return "much"
-    return ""
-
-
-# What unit a part's answer is in, by how it asks: "几岁" wants an age, "how soon" a span of time, "how
-# often" a rate. (ask phrases in English, in Chinese; the answer's unit), most specific first. A Chinese
-# count is one to three digits after a non-digit, so "2023年" is a year, not a span.
-_N_ZH = r"(?:^|\D)(?:\d{1,3}(?:\.\d+)?|[一二两三四五六七八九十半]+)"
-_UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
-    (("how often", "how many times", "how frequently"),
-     ("多久一次", "多长时间一次", "几次", "多少次", "每年都", "每年要"),
-     textre.compile(r"\b(?:every|each|per|a)\s+(?:year|month|week|day|season)\b|\bannual(?:ly)?\b|\bonce\b"
-                    r"|\btwice\b|\b\d+\s+times\b|每(?:年|月|周|天|季|隔)|一年一次|" + _N_ZH + r"\s*次", textre.I)),
-    (("how old", "what age", "which age", "until what age", "age limit"), ("几岁", "多少岁", "多大年龄", "年龄"),
-     textre.compile(r"\bages?\s+(?:of\s+)?\d+|\baged\s+\d+|\b\d+\s*(?:-|\s)?years?(?:-|\s)old\b"
-                    r"|\b(?:under|over|older than|younger than)\s+(?:age\s+)?\d+\b|" + _N_ZH + r"\s*周?岁", textre.I)),
-    (("how long", "how soon", "how quickly", "within what time"),
-     ("多久", "多长时间", "几天", "几个月", "几小时", "几分钟", "多少天", "多少分钟", "多少小时"),
-     textre.compile(r"\b\d+(?:\.\d+)?\s*(?:(?:-|to|–)\s*\d+\s*)?(?:seconds?|minutes?|mins?|hours?|hrs?|days?"
-                    r"|weeks?|months?|years?)\b|" + _N_ZH + r"\s*个?(?:秒|分钟|小时|天|周|星期|个月|年)", textre.I)),
-)
-
-
-def asked_unit(text: str) -> textre.Pattern | None:
-    """The unit a part's answer is stated in, as a pattern over sentences, or None (see _UNITS)."""
-    words = _padded_words(text)
-    for english, chinese, unit in _UNITS:
-        if any(_says(words, p) for p in english) or any(p in text for p in chinese):
-            return unit
-    return None
-
 
 def about_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _SubjectCheck:
     """Whether a sentence is about the question's subject: the one switch point for the subject check
@@ -265,10 +216,14 @@ def covered(
     # as in the ranking, the search's order speaks for its sentences there.
     locale = "zh-CN" if scripts.has_han(words) else "en-US"
     foreign = {ref.number for ref in sources if not scripts.same_script(ref.text[:3000], locale)}
+    # A figure in the unit the part asks for answers it in any words: "within 90 minutes" answers "how soon
+    # should treatment start", "4岁以前" answers "几岁以前都要用".
+    unit = asked_unit(words) if kind in ("much", "") else None
     for r in ranked[:shown]:
         if not on_subject({"text": r.text, "source": r.source}):
             continue
-        if asked and not asked & set(tokenize(r.text)) and r.source not in foreign:
+        in_unit = unit is not None and unit.search(r.text) is not None
+        if asked and not asked & set(tokenize(r.text)) and r.source not in foreign and not in_unit:
             continue
         if kind == "much" and not _numbers([r.text]):
             continue

@@ -236,6 +236,10 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     def check(sentence: dict[str, Any], *, itself: bool = False) -> bool:
         if not terms or sentence["source"] in foreign:
             return True
+        if subject.specific:
+            # The subject model knows what the words do not: a page that calls the subject otherwise
+            # ("Myocardial infarction, the medical name for … a heart attack", "zoster" for shingles).
+            return about(sentence, itself)
         text = f"{sentence['text']} {'' if itself else titles.get(sentence['source'], '')}"
         return len(terms & set(tokenize(text))) >= need and about(sentence, itself)
 
