@@ -46,6 +46,29 @@ def _content_words(text: str) -> list[tuple[str, str]]:
     return [(S._norm(w), lang) for w, lang in S._raw_words(text) if S._wordlike(w) and not S._function_word(w, lang)]
 
 
+def _title_words(title: str) -> list[str]:
+    """A title's content words; in Chinese also a time word written against the word after it, which then
+    names a kind (酒后驾驶 is drunk driving, 产后抑郁 a kind of depression), not a time (赛前应该 …)."""
+    raw = S._raw_words(title)
+    out: list[str] = []
+    for i, (w, lang) in enumerate(raw):
+        if not S._wordlike(w):
+            continue
+        if not S._function_word(w, lang):
+            out.append(S._norm(w))
+            continue
+        after = raw[i + 1] if i + 1 < len(raw) else ("", "")
+        attached = lang == "zh" and after[1] == "zh" and f"{w}{after[0]}" in title
+        if (attached and _zh_time_word(w) and S._wordlike(after[0])
+                and not S._function_word(after[0], after[1])):
+            out.append(w)
+    return out
+
+
+def _zh_time_word(word: str) -> bool:
+    return any(flag == "t" for _, flag in S.zh_tagged(word))
+
+
 @lru_cache(maxsize=512)
 def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     """The subject compound's words (modifiers…, head) without attribute nouns, and its script."""
@@ -91,7 +114,7 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     if not words:
         return None
     page = S._page(title, text)
-    title_seq = [w for w, _ in _content_words(title)]
+    title_seq = _title_words(title)
     head, modifiers = words[-1], words[:-1]
     if page.in_title(head):
         missing = [m for m in modifiers if not page.in_title(m)]

@@ -86,3 +86,17 @@ def test_a_title_naming_the_whole_subject_is_about_it_whatever_the_term_rules_sa
     verdict = scope_verdict(question, "zh-CN", *page)
     assert verdict is not None and verdict.about
     assert page_about(subject_of(question, "zh-CN"), *page).about
+
+
+def test_a_chinese_time_word_written_against_the_head_names_another_kind():
+    # 酒后 is a time word to the segmenter, but 酒后驾驶 is drunk driving: another kind of driving.
+    from research.agents.scope import _title_words
+
+    question = "疲劳驾驶导致的事故怎样预防？"
+    drunk = ("酒后驾驶导致的事故怎样预防", "酒后驾驶导致的事故逐年减少，每年仍有数万人因此受伤。")
+    verdict = scope_verdict(question, "zh-CN", *drunk)
+    assert verdict is not None and not verdict.about and verdict.firm, verdict
+    assert not _rejected(question, "zh-CN", ("疲劳驾驶导致的事故怎样预防", "疲劳驾驶导致的事故多发生在凌晨。"))
+    # A time word before a grammar word says when, not what: 赛前 of 赛前应该做哪些检查 is no title word.
+    assert "赛前" not in _title_words("赛前应该做哪些检查")
+    assert "酒后" in _title_words("酒后驾驶导致的事故")
