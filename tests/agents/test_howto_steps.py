@@ -89,6 +89,8 @@ def test_a_how_to_answer_gives_the_steps_the_sources_state():
     assert len(set(quoted)) == len(quoted)
     for step in ("vaultkeep init --store /srv/vault", "vaultkeep -s /srv/vault save ~"):
         assert step in answer, report
+    # No section quotes the release notes: a procedure's sections hold steps, settings and problems.
+    assert "compression" not in report and "Progress output" not in report, report
 
 
 def test_a_how_to_plan_has_steps_settings_and_pitfalls_not_a_history():

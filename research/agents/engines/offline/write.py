@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from research import scripts
 from research.agents.engines.offline.numbers import _numbers
-from research.agents.engines.offline.question import Aspect, question_aspects, question_facets
+from research.agents.engines.offline.question import FACETS, HOW_FACETS, Aspect, question_aspects, question_facets
 from research.agents.engines.offline.read import (
     _bare_words,
     about_subject,
@@ -175,6 +175,10 @@ def write_report(
         # A step stated as code that names the question's tool is on its subject, whatever else it says.
         return on_subject(sentence) or (inline_command(sentence["text"], tools) and names_tool(sentence["text"], tools))
 
+    if part_kind(ctx.question) == "how":
+        # A procedure's sections say what their facet says: a step stated as code, or a word of the facet
+        # ("option", "error"); the tool's release notes or an appliance's price are no setting of it.
+        sections = [s.only(_on_facet(s.title, tools)) for s in sections]
     answer = _answer(ctx.question, aspects, [s.only(answerable) for s in sections], on_subject, zh=zh,
                      texts={ref.number: ref.text for ref in ctx.sources()}, tools=tools)
     if answer:
@@ -362,6 +366,19 @@ def installs(sentence: str) -> bool:
     """The sentence installs something with a package manager ("sudo apt install restic"): a first step."""
     words = [w.strip("`").lower() for w in _bare_words(sentence)]
     return any(a in _INSTALLERS and b in ("install", "add") for a, b in zip(words, words[1:], strict=False))
+
+
+def _on_facet(title: str, tools: frozenset[str]) -> Callable[[dict[str, Any]], bool]:
+    """For a how-to facet's section (Steps, Options and configuration, Common problems): whether a sentence
+    states a step as code or holds a word of the facet's. Any other section keeps every sentence."""
+    facet = next((f for f in FACETS if f.key in HOW_FACETS and title in (f.title_en, f.title_zh)), None)
+    if facet is None:
+        return lambda sentence: True
+    words = set(tokenize(facet.hints))
+    zh_words = [w for w in facet.hints.split() if scripts.has_han(w)]
+    return lambda sentence: bool(
+        inline_command(sentence["text"], tools) or words & set(tokenize(sentence["text"]))
+        or any(w in sentence["text"] for w in zh_words))
 
 
 def _key_findings(
