@@ -15,14 +15,23 @@ cardiovascular event") does not make a page on the wider thing one on the subjec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from research import scripts, textre
 from research.agents.words import _norm
 from research.report.sentences import sentence_bounds
 
-if TYPE_CHECKING:
-    from research.agents.subject import Subject
+
+class _Term(Protocol):
+    @property
+    def core(self) -> tuple[str, ...]: ...
+
+
+class _Subject(Protocol):
+    """What this module reads of research.agents.subject.Subject (not imported: subject.py imports us)."""
+
+    @property
+    def terms(self) -> tuple[_Term, ...]: ...
 
 _CLAUSE_END = textre.compile(r"[;:；：]")
 _EN_TOKEN = textre.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
@@ -82,7 +91,7 @@ def _joins(between: str, *, word_first: bool, zh: bool) -> bool:
     return bool(alias.search(between) or (word_first and kind.search(between)))
 
 
-def lead_defines(subject: Subject, lead: str, word: str, *, title: str = "") -> bool:
+def lead_defines(subject: _Subject, lead: str, word: str, *, title: str = "") -> bool:
     """One of the lead's first sentences says the page's `word` (normalised, as the subject model reads
     words) is a name or a kind of a term of the subject (see the module doc). `lead` is the page's text
     from its start; `title` is skipped where the text repeats it first."""

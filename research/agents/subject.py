@@ -303,6 +303,16 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     return Verdict(False, f"names {term.text} only in passing", firm=False)
 
 
+def title_as_read(subject: Subject, title: str, text: str) -> str:
+    """A page's title as the subject model reads it: other names put back to the question's words
+    ("Recombinant zoster vaccine" → "… shingles vaccine") and, where the page's lead defines a title word
+    as the subject ("Myocardial infarction, the medical name for … a heart attack"), the subject named."""
+    read = subject.read(title)
+    if any(lead_defines(subject, text, w, title=title) for w in _rare_words(read, RIVAL, subject.vocabulary)):
+        read = f"{read} ({', '.join(t.text for t in subject.terms)})"
+    return read
+
+
 def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:
     """The text names one of the subject's terms: its head, or another of its specific words where the
     context (the page) names the term too ("充电桩" on a page on 电动汽车充电桩)."""

@@ -141,3 +141,15 @@ def test_a_title_where_the_subject_qualifies_a_thing_of_its_own_is_not_about_the
         page = (title, "A car battery lasts three to five years, and a car battery in a hot climate fails sooner.")
         verdict = scope_verdict(CAR_Q, "en-US", *page)
         assert verdict is None or verdict.about, (title, verdict)
+
+
+def test_a_title_is_read_as_the_subject_model_reads_it():
+    from research.agents.subject import title_as_read
+
+    subject = subject_of(APNEA_Q)
+    defined = title_as_read(subject, *_osa("OSA, also known as sleep apnea, stops a child's breathing."))
+    assert defined.startswith(OSA_TITLE) and "sleep apnea" in defined
+    # Not defined, or denied: the title stays as written.
+    assert title_as_read(subject, *_osa("OSA stops a child's breathing at night.")) == OSA_TITLE
+    assert title_as_read(subject, *_osa("OSA is not sleep apnea: it is a habit of breathing through the mouth.")) \
+        == OSA_TITLE

@@ -12,7 +12,14 @@ from typing import Any, Protocol
 from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.rank import RankedSentence, tokenize
-from research.agents.subject import names_subject, page_about, sentence_about, subject_of, with_competitors
+from research.agents.subject import (
+    names_subject,
+    page_about,
+    sentence_about,
+    subject_of,
+    title_as_read,
+    with_competitors,
+)
 from research.agents.text import key_terms
 from research.agents.types import SourceRef
 
@@ -214,7 +221,10 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     (`itself`: the sentence alone) hold half of the subject's tokens. With no subject at all, any key
     term will do. A page in another script cannot be compared word for word: it stays eligible.
     """
-    titles = {ref.number: ref.title for ref in sources}
+    subject = with_competitors(subject_of(question, locale), [(ref.title, ref.text) for ref in sources])
+    # Titles as the subject model reads them: another name put back to the question's ("zoster" is read
+    # "shingles") and, where the lead defines the title's word as the subject, the subject named.
+    titles = {ref.number: title_as_read(subject, ref.title, ref.text) for ref in sources}
     foreign = {ref.number for ref in sources if not _same_script(locale, ref)}
     terms = _shared_subject(question, locale, sources)
     if len(terms) < 2:  # the fetched pages agree on little (most are on a neighbouring subject)
@@ -223,7 +233,6 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     need = math.ceil(len(terms) / 2)
     if not terms:
         terms, need = {token for term in key_terms(question, locale) for token in tokenize(term)}, 1
-    subject = with_competitors(subject_of(question, locale), [(ref.title, ref.text) for ref in sources])
     pages = {ref.number: ref for ref in sources}
 
     def about(sentence: dict[str, Any], itself: bool) -> bool:
@@ -236,10 +245,6 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     def check(sentence: dict[str, Any], *, itself: bool = False) -> bool:
         if not terms or sentence["source"] in foreign:
             return True
-        if subject.specific:
-            # The subject model knows what the words do not: a page that calls the subject otherwise
-            # ("Myocardial infarction, the medical name for … a heart attack", "zoster" for shingles).
-            return about(sentence, itself)
         text = f"{sentence['text']} {'' if itself else titles.get(sentence['source'], '')}"
         return len(terms & set(tokenize(text))) >= need and about(sentence, itself)
 
