@@ -276,8 +276,7 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     if rival_title and not in_title:
         # Unless its lead says the title's word is a name or a kind of the subject ("Myocardial
         # infarction, the medical name for … a heart attack").
-        defined = next((w for w in _rare_words(title, RIVAL, subject.vocabulary)
-                        if lead_defines(subject, text, w, title=title)), "")
+        defined = _defined_word(subject, title, text)
         if defined:
             return Verdict(True, f"its lead says {defined} is {term.text}")
         rival_most = max(rival_count, page.hits(rival_title))
@@ -308,9 +307,17 @@ def title_as_read(subject: Subject, title: str, text: str) -> str:
     ("Recombinant zoster vaccine" → "… shingles vaccine") and, where the page's lead defines a title word
     as the subject ("Myocardial infarction, the medical name for … a heart attack"), the subject named."""
     read = subject.read(title)
-    if any(lead_defines(subject, text, w, title=title) for w in _rare_words(read, RIVAL, subject.vocabulary)):
+    if _defined_word(subject, read, text, lead_title=title):
         read = f"{read} ({', '.join(t.text for t in subject.terms)})"
     return read
+
+
+def _defined_word(subject: Subject, title: str, text: str, *, lead_title: str | None = None) -> str:
+    """The title's rare word that the page's lead defines as the subject (definitions.lead_defines), or ''.
+    `lead_title` is the title line the text opens with, where it is not `title` as given."""
+    skip = title if lead_title is None else lead_title
+    return next((w for w in _rare_words(title, RIVAL, subject.vocabulary)
+                 if lead_defines(subject, text, w, title=skip)), "")
 
 
 def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:

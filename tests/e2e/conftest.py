@@ -6,12 +6,15 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import User
+
+from tests.support.procs import AsgiServer, WorkerProcess
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are plain blocking ones.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -91,3 +94,19 @@ def api_job(server, user, question: str, **options) -> int:
                                **options})
     assert created.status_code == 201, created.text
     return int(created.json()["id"])
+
+
+@contextmanager
+def own_stack(stack_env: dict[str, str], *, searxng_url: str, providers: str, redis_db: int,
+              name: str) -> Iterator[AsgiServer]:
+    """A web server and worker of a test module's own: its search (a site of its own, or a closed port),
+    its Redis database and queue, so the session's test site and its rankings stay as other tests expect."""
+    env = dict(stack_env, SEARXNG_URL=searxng_url, SEARCH_PROVIDERS=providers,
+               REDIS_URL=stack_env["REDIS_URL"].rsplit("/", 1)[0] + f"/{redis_db}")
+    server = AsgiServer(env).start()
+    work = WorkerProcess(env, concurrency=2, name=name).start()
+    try:
+        yield server
+    finally:
+        work.stop()
+        server.stop()

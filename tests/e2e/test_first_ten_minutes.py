@@ -21,8 +21,8 @@ import pytest
 from pptx import Presentation
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import api_job, shot, sign_in
-from tests.support.procs import AsgiServer, WorkerProcess
+from tests.e2e.conftest import api_job, own_stack, shot, sign_in
+from tests.support.procs import AsgiServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -45,13 +45,9 @@ QUESTIONS = {"en": "How well do heat pumps work in cold climates?", "zh": "çƒ­æ³
 def no_search_stack(django_db_setup, stack_env) -> Iterator[AsgiServer]:
     """A web server and worker on a machine with no reachable search: SearXNG's port is closed and the
     knowledge base is the only other provider (own Redis db, own queue)."""
-    env = dict(stack_env, SEARXNG_URL="http://127.0.0.1:9", SEARCH_PROVIDERS="searxng,knowledge",
-               REDIS_URL=stack_env["REDIS_URL"].rsplit("/", 1)[0] + "/2")
-    server = AsgiServer(env).start()
-    work = WorkerProcess(env, concurrency=2, name="nosearch").start()
-    yield server
-    work.stop()
-    server.stop()
+    with own_stack(stack_env, searxng_url="http://127.0.0.1:9", providers="searxng,knowledge", redis_db=2,
+                   name="nosearch") as server:
+        yield server
 
 
 def _chinese(page, base: str) -> None:

@@ -16,8 +16,8 @@ import pytest
 
 from bench.eval.corpus import CorpusSite, Page
 from research.jobs.models import JobStatus, JobStep, ResearchJob
-from tests.e2e.conftest import shot, sign_in, submit_offline_job
-from tests.support.procs import AsgiServer, WorkerProcess
+from tests.e2e.conftest import own_stack, shot, sign_in, submit_offline_job
+from tests.support.procs import AsgiServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,13 +50,8 @@ STEPS = ["sudo apt install vaultkeep", "vaultkeep init --store /srv/vault", "vau
 def howto_stack(django_db_setup, stack_env) -> Iterator[tuple[AsgiServer, CorpusSite]]:
     """A web server and worker whose only search is this module's site (own Redis db, own queue)."""
     site = CorpusSite([GUIDE, CHANGES, PRICES]).start()
-    env = dict(stack_env, SEARXNG_URL=site.url, SEARCH_PROVIDERS="searxng",
-               REDIS_URL=stack_env["REDIS_URL"].rsplit("/", 1)[0] + "/4")
-    server = AsgiServer(env).start()
-    work = WorkerProcess(env, concurrency=2, name="howto").start()
-    yield server, site
-    work.stop()
-    server.stop()
+    with own_stack(stack_env, searxng_url=site.url, providers="searxng", redis_db=4, name="howto") as server:
+        yield server, site
     site.stop()
 
 

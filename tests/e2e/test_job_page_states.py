@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from research.jobs.models import JobStatus, ResearchJob
-from tests.e2e.conftest import api_job, shot, sign_in
-from tests.support.procs import AsgiServer, WorkerProcess
+from tests.e2e.conftest import api_job, own_stack, shot, sign_in
+from tests.support.procs import AsgiServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -86,13 +86,9 @@ def test_plan_review_live_cards_and_done(page, dora, asgi_server, worker, live_s
 @pytest.fixture(scope="module")
 def dead_search_stack(django_db_setup, stack_env) -> Iterator[AsgiServer]:
     """A web server and worker whose only search provider refuses connections (own Redis db, own queue)."""
-    env = dict(stack_env, SEARXNG_URL="http://127.0.0.1:9", SEARCH_PROVIDERS="searxng",
-               REDIS_URL=stack_env["REDIS_URL"].rsplit("/", 1)[0] + "/1")
-    server = AsgiServer(env).start()
-    work = WorkerProcess(env, concurrency=2, name="deadsearch").start()
-    yield server
-    work.stop()
-    server.stop()
+    with own_stack(stack_env, searxng_url="http://127.0.0.1:9", providers="searxng", redis_db=1,
+                   name="deadsearch") as server:
+        yield server
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

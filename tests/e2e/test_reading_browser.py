@@ -17,8 +17,8 @@ from django.utils import translation
 
 from bench.eval.corpus import CorpusSite, Page
 from research.jobs.models import JobEvent, JobStatus, JobStep, ResearchJob
-from tests.e2e.conftest import shot, sign_in, submit_offline_job
-from tests.support.procs import AsgiServer, WorkerProcess
+from tests.e2e.conftest import own_stack, shot, sign_in, submit_offline_job
+from tests.support.procs import AsgiServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -88,13 +88,8 @@ READ_MORE = "“{title}”: reading further: {reason}"
 def reading_stack(django_db_setup, stack_env) -> Iterator[tuple[AsgiServer, CorpusSite]]:
     """A web server and worker whose only search is this module's site (own Redis db, own queue)."""
     site = CorpusSite(PAGES).start()
-    env = dict(stack_env, SEARXNG_URL=site.url, SEARCH_PROVIDERS="searxng",
-               REDIS_URL=stack_env["REDIS_URL"].rsplit("/", 1)[0] + "/3")
-    server = AsgiServer(env).start()
-    work = WorkerProcess(env, concurrency=2, name="reading").start()
-    yield server, site
-    work.stop()
-    server.stop()
+    with own_stack(stack_env, searxng_url=site.url, providers="searxng", redis_db=3, name="reading") as server:
+        yield server, site
     site.stop()
 
 

@@ -223,8 +223,9 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     """
     subject = with_competitors(subject_of(question, locale), [(ref.title, ref.text) for ref in sources])
     # Titles as the subject model reads them: another name put back to the question's ("zoster" is read
-    # "shingles") and, where the lead defines the title's word as the subject, the subject named.
-    titles = {ref.number: title_as_read(subject, ref.title, ref.text) for ref in sources}
+    # "shingles") and, where the lead defines the title's word as the subject, the subject named. Read
+    # when a sentence of the page is checked: the reader builds this check again after every page it reads.
+    titles: dict[int, str] = {}
     foreign = {ref.number for ref in sources if not _same_script(locale, ref)}
     terms = _shared_subject(question, locale, sources)
     if len(terms) < 2:  # the fetched pages agree on little (most are on a neighbouring subject)
@@ -234,6 +235,12 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     if not terms:
         terms, need = {token for term in key_terms(question, locale) for token in tokenize(term)}, 1
     pages = {ref.number: ref for ref in sources}
+
+    def title_of(number: int) -> str:
+        ref = pages.get(number)
+        if ref is not None and number not in titles:
+            titles[number] = title_as_read(subject, ref.title, ref.text)
+        return titles.get(number, "")
 
     def about(sentence: dict[str, Any], itself: bool) -> bool:
         """The subject model's verdict (research.agents.subject): in its page's context, or alone."""
@@ -245,7 +252,7 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     def check(sentence: dict[str, Any], *, itself: bool = False) -> bool:
         if not terms or sentence["source"] in foreign:
             return True
-        text = f"{sentence['text']} {'' if itself else titles.get(sentence['source'], '')}"
+        text = f"{sentence['text']} {'' if itself else title_of(sentence['source'])}"
         return len(terms & set(tokenize(text))) >= need and about(sentence, itself)
 
     return check
