@@ -23,6 +23,13 @@ from tests.support.fake_context import FakeContext, FakePage
     ("流感疫苗需要每年都打吗", "建议所有6月龄以上人群每年接种一次。", True),
     ("海水淡化需要多长时间才能收回成本", "2023年共有16座新工厂投产。", False),  # a year is no span
     ("海水淡化需要多长时间才能收回成本", "一般需要8年左右收回投资。", True),
+    # A count in words is a count ("within about two hours"); "a year" alone is a rate ("300 euros a year").
+    ("How soon should treatment start?", "Give the drug within about two hours of arrival.", True),
+    ("How long does a heat pump last?", "Most last fifteen to twenty years.", True),
+    ("How long does a heat pump last?", "Servicing costs about 150 euros a year.", False),
+    ("How soon should treatment start?", "Rehabilitation starts a few weeks after discharge.", True),
+    ("How soon should treatment start?", "Treatment starts in the ambulance.", False),
+    ("until what age should a child use one?", "Use it until the child is four years old.", True),
 ])
 def test_a_sentence_states_the_unit_a_part_asks_for(part, sentence, states):
     unit = asked_unit(part)
@@ -68,3 +75,19 @@ def test_the_step_of_an_age_question_leads_with_the_age():
     result = engine.research(ctx, step, plan, [])
     first = result.notes["sentences"][0]["text"]
     assert "2 years old" in first, result.notes["sentences"]
+
+
+def test_the_answer_to_a_how_soon_part_states_the_span_in_any_words():
+    from research.agents.engines.offline.parts import question_aspects
+    from research.agents.engines.offline.write import _answer, _Section
+
+    question = "What are the warning signs of a stroke, and how soon should treatment start?"
+    aspects = question_aspects(question, "en-US")
+    soon = next(a for a in aspects if "soon" in a.title.lower())
+    # The first shares the part's words and states no time; the second shares none of them and states it.
+    worded = {"text": "The standard treatment for a stroke is a clot-dissolving drug.", "source": 1, "score": 2.0}
+    timed = {"text": "The drug should be given within about three hours of the first symptom.", "source": 2,
+             "score": 1.0}
+    section = _Section(soon.title, [worded, timed], "", True, {"asked": ["soon", "treatment", "start"]})
+    chosen = [s for label, s in _answer(question, aspects, [section])]
+    assert chosen[0] is timed, chosen

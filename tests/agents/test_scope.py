@@ -100,3 +100,24 @@ def test_a_chinese_time_word_written_against_the_head_names_another_kind():
     # A time word before a grammar word says when, not what: 赛前 of 赛前应该做哪些检查 is no title word.
     assert "赛前" not in _title_words("赛前应该做哪些检查")
     assert "酒后" in _title_words("酒后驾驶导致的事故")
+
+
+ASKED_OF_HOUSES = "日本的房子为什么大多是木结构，抗震性能怎么样？"
+
+
+def test_a_title_naming_only_the_question_s_noun_is_no_evidence_when_its_terms_are_elsewhere():
+    # The question's noun phrase is 房子; what it asks about them is 木结构 and 抗震性能. A page on house
+    # prices names 日本的房子 in its title and neither term anywhere: another question about the same houses.
+    subject = subject_of(ASKED_OF_HOUSES, "zh-CN")
+    prices = ("日本的房子为什么越来越便宜",
+              "日本的房子在过去十年里变得便宜。东京的房价仍在上涨，但地方的房子大量空置。")
+    assert not page_about(subject, *prices).about
+    wood = ("日本的房子：木结构与抗震", "日本的房子大多采用木结构。木结构重量轻，抗震性能好。")
+    assert page_about(subject, *wood).about
+
+
+def test_a_kind_the_question_names_elsewhere_is_not_another_kind():
+    # 木结构房子 sets 木结构 before 房子, but the question asks about 木结构 itself: not a rival kind of house.
+    subject = subject_of(ASKED_OF_HOUSES, "zh-CN")
+    page = ("日本的木结构房子抗震吗", "日本的木结构房子经过多次地震检验。木结构重量轻，抗震性能好。")
+    assert page_about(subject, *page).about

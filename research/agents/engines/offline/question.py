@@ -300,18 +300,23 @@ def part_kind(text: str) -> str:
 # often" a rate. (ask phrases in English, in Chinese; the answer's unit), most specific first. A Chinese
 # count is one to three digits after a non-digit, so "2023年" is a year, not a span.
 _N_ZH = r"(?:^|\D)(?:\d{1,3}(?:\.\d+)?|[一二两三四五六七八九十半]+)"
+# An English count in digits or words ("within about two hours", "a few weeks"): a closed
+# class. Not "a year" alone: "300 euros a year" is a rate.
+_N_EN = (r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|eighteen"
+         r"|twenty|thirty|forty|fifty|sixty|ninety|a\s+few|several|a\s+couple\s+of|half\s+an?)")
 _UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
     (("how often", "how many times", "how frequently"),
      ("多久一次", "多长时间一次", "几次", "多少次", "每年都", "每年要"),
      textre.compile(r"\b(?:every|each|per|a)\s+(?:year|month|week|day|season)\b|\bannual(?:ly)?\b|\bonce\b"
                     r"|\btwice\b|\b\d+\s+times\b|每(?:年|月|周|天|季|隔)|一年一次|" + _N_ZH + r"\s*次", textre.I)),
     (("how old", "what age", "which age", "until what age", "age limit"), ("几岁", "多少岁", "多大年龄", "年龄"),
-     textre.compile(r"\bages?\s+(?:of\s+)?\d+|\baged\s+\d+|\b\d+\s*(?:-|\s)?years?(?:-|\s)old\b"
+     textre.compile(r"\bages?\s+(?:of\s+)?\d+|\baged\s+\d+|\b" + _N_EN + r"\s*(?:-|\s)?years?(?:-|\s)old\b"
                     r"|\b(?:under|over|older than|younger than)\s+(?:age\s+)?\d+\b|" + _N_ZH + r"\s*周?岁", textre.I)),
     (("how long", "how soon", "how quickly", "within what time"),
      ("多久", "多长时间", "几天", "几个月", "几小时", "几分钟", "多少天", "多少分钟", "多少小时"),
-     textre.compile(r"\b\d+(?:\.\d+)?\s*(?:(?:-|to|–)\s*\d+\s*)?(?:seconds?|minutes?|mins?|hours?|hrs?|days?"
-                    r"|weeks?|months?|years?)\b|" + _N_ZH + r"\s*个?(?:秒|分钟|小时|天|周|星期|个月|年)", textre.I)),
+     textre.compile(r"\b" + _N_EN + r"\s*(?:(?:-|to|–|or)\s*" + _N_EN + r"\s*)?"
+                    r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b|"
+                    + _N_ZH + r"\s*个?(?:秒|分钟|小时|天|周|星期|个月|年)", textre.I)),
 )
 
 

@@ -7,9 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from research import scripts
+from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
-from research.agents.engines.offline.question import FACETS, HOW_FACETS, Aspect, question_aspects, question_facets
+from research.agents.engines.offline.question import (
+    FACETS,
+    HOW_FACETS,
+    Aspect,
+    asked_unit,
+    question_aspects,
+    question_facets,
+)
 from research.agents.engines.offline.read import (
     _bare_words,
     about_subject,
@@ -264,7 +271,8 @@ def _answer(
         return (bool(asked) and scripts.has_han(sentence["text"]) == zh
                 and not set(asked) & set(tokenize(sentence["text"])))
 
-    def take(label: str, section: _Section, count: int, kind: str = "", asks: frozenset[str] = frozenset()) -> None:
+    def take(label: str, section: _Section, count: int, kind: str = "", asks: frozenset[str] = frozenset(),
+             unit: textre.Pattern | None = None) -> None:
         # Each quote of a part from another page first: one page rarely says everything.
         fresh = [s for s in section.picked if not any(near_duplicate(s["text"], c["text"]) for _, c in chosen)]
         # An answer states something specific: a figure helps, a short vague sentence does not.
@@ -277,10 +285,16 @@ def _answer(
         def step(sentence: str) -> float:
             return 1.5 if kind == "how" and inline_command(sentence, tools) else 1.0
 
-        fresh.sort(key=lambda s: (bool(s.get("doubtful")), off_part(s, section),
+        # A figure in the unit the part asks for answers it in any words ("within about two hours" answers
+        # "how soon should treatment start"), before a figure in another unit, as in the step's ranking.
+        def in_unit(sentence: dict[str, Any]) -> bool:
+            return unit is not None and unit.search(sentence["text"]) is not None
+
+        fresh.sort(key=lambda s: (bool(s.get("doubtful")), off_part(s, section) and not in_unit(s),
                                   -float(s.get("score") or 0) * _specific(s["text"])
-                   * named(s) * (figure if _numbers([s["text"]]) else 1.0)
-                   * (1.5 if asks & set(tokenize(s["text"])) else 1.0)
+                   * named(s) * (figure if _numbers([s["text"]]) or in_unit(s) else 1.0)
+                   * (1.5 if in_unit(s) else 1.0)
+                   * (1.5 if asks & set(tokenize(s["text"])) or in_unit(s) else 1.0)
                    * step(s["text"])))
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
@@ -306,8 +320,10 @@ def _answer(
         common = frozenset.intersection(*words) if len(words) > 1 else frozenset()
         for aspect, own in zip(aspects, words, strict=True):
             if aspect.title in by_title:
+                much = part_kind(aspect.title) == "much"
                 take(aspect.title if len(aspects) > 1 else "", by_title[aspect.title], per_part,
-                     part_kind(aspect.title), own - common if part_kind(aspect.title) == "much" else frozenset())
+                     part_kind(aspect.title), own - common if much else frozenset(),
+                     asked_unit(aspect.title) if much else None)
         return chosen
     asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
     order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
@@ -315,7 +331,8 @@ def _answer(
     for index in order:
         if sum(not c.get("code") for _, c in chosen) >= 2:
             break
-        take("", sections[index], 2 if sections[index].title in asked else 1, kind)
+        take("", sections[index], 2 if sections[index].title in asked else 1, kind,
+             unit=asked_unit(question) if kind == "much" else None)
         if any(c.get("code") for _, c in chosen):
             kind = ""  # one command is the answer's key fact
     if kind == "how":  # no section led to it: the first command any step's sources state
