@@ -150,10 +150,10 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         joiner = "" if script == "zh" else " "
         whole = joiner.join(words) if len(words) > 1 else head
         # (A kind the question itself names elsewhere is its own: 木结构房子 for "房子为什么大多是木结构".)
-        asked = {w for w, _ in _content_words(question)}
+        own_words = {w for w, _ in _content_words(question)}
         other = next((k for k in _kinds_before(title, title_seq, head, script, words)
                       if S.zipf(k, script) < _MODIFIER_RARE and page.hits(k) > page.hits(whole)
-                      and k not in asked), "")
+                      and k not in own_words), "")
         if other:
             return S.Verdict(False, f"its title sets {other} {head} beside {whole}, and the page names it more",
                              firm=False)

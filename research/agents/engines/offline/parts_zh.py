@@ -1,0 +1,207 @@
+"""The parts of a Chinese question (parts.py has the English rules and `question_aspects`, which calls
+`_zh_parts`): clauses at Chinese clause marks, the subject carried into later clauses, a list of attributes
+after 的 one part each; see parts.py's docstring for what splits and what does not."""
+
+from __future__ import annotations
+
+from research import textre
+from research.agents.text import ZH_STOP_PHRASES, key_terms
+from research.agents.words import ASPECT_NOUNS_ZH, _raw_words, _zh_grammar, zh_tagged
+
+MAX_PARTS = 4  # parts of one question, in either language
+
+_ZH_CLAUSE = textre.compile(r"[，,；;？?！!。]")
+_ZH_AND = textre.compile(r"以及|和|及|与|跟|、")
+_ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万亿])+(?:年|月|日|号|%|％)")
+# Markers that make a clause ask something, and, the same, where a clause's shared ask begins.
+_ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多", "有何", "如何", "怎样", "怎么样", "怎么", "多少",
+           "多大", "多快", "多高", "多长", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否", "情况", "吗",
+           "呢", "几", "谁", "何时")
+_ZH_COMPARE = ("相比", "比较", "对比", "相较", "区别", "差异", "不同", "哪个更", "孰")
+_ZH_LEAD = ("如何", "怎样", "怎么", "为何", "为什么", "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何",
+            "有哪些")
+_ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
+                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "有多")
+_ZH_PRONOUNS = ("它们", "它", "其", "该")
+_ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 涉及, 波及 … 参与, 给与: one word
+# A later clause that opens with a verb or a time word continues the first clause's phrase.
+_ZH_VERB_OR_TIME = ("面临", "存在", "需要", "受到", "有", "是", "在", "会", "能", "将", "对", "要", "应", "可以",
+                    "可能", "还", "未来", "今后", "将来", "目前", "现在", "近年")
+_ZH_STATE = ("的发展现状", "发展现状", "现状", "情况", "状况", "的")
+# A later clause that opens with a passive or agent marker ("由哪家公司开发", "被谁收购") is said of the
+# subject itself, with no 的 between: "X由哪家公司开发", never "X的由哪家公司开发".
+_ZH_AGENT = ("由", "被", "是谁", "是由")
+# A causal verb before 的 makes a relative clause: "疲劳驾驶引发的事故" is the accidents fatigue driving causes,
+# and its subject is what does the causing (疲劳驾驶), not "疲劳驾驶引发". A closed class, so a list.
+_ZH_CAUSES = ("引发", "导致", "造成", "引起", "带来", "诱发", "所致")
+
+
+def _zh_asks(clause: str) -> bool:
+    return any(m in clause for m in (*_ZH_ASK, *_ZH_COMPARE))
+
+
+def _zh_ask_start(clause: str, after: int) -> int:
+    """Where the clause's shared ask begins after `after`: "…的产能和价格情况如何" → at 情况;
+    for a comparison, at the coordinator that introduces the other side ("与锂电池相比如何")."""
+    cmp_at = min((clause.find(w, after) for w in _ZH_COMPARE if clause.find(w, after) >= 0), default=-1)
+    if cmp_at >= 0:
+        sides = [m.start() for m in _ZH_AND.finditer(clause) if after <= m.start() < cmp_at]
+        return sides[-1] if sides else cmp_at
+    return min((clause.find(m, after) for m in _ZH_ASK if clause.find(m, after) >= 0), default=len(clause))
+
+
+def _zh_subject(clause: str) -> tuple[str, str]:
+    """(subject, the attribute asked about): "数据中心的耗电量有多大" → (数据中心, 耗电量)."""
+    ask = _zh_ask_start(clause, 0)
+    cut = clause.rfind("的", 0, ask)
+    if cut > 0:
+        attr = _ZH_AND.split(clause[cut + 1 : ask])[0]
+        subject = clause[:cut]
+        if all(flag == "ns" for _, flag in zh_tagged(subject)):
+            # A place is no subject: "美国的房子为什么…" is about 美国的房子, the place says which.
+            rest = clause[cut + 1 : ask]
+            head = rest[: _zh_marker_at(rest, _ZH_SUBJECT_END, grammar=True)]
+            for state in _ZH_STATE:
+                head = head.removesuffix(state)  # 产业现状: what is asked of 产业
+            words = zh_tagged(head)
+            while len(words) > 1 and (words[-1][0] in ASPECT_NOUNS_ZH or words[-1][1] in ("a", "b", "ad")):
+                words = words[:-1]  # 水土流失主要原因: 原因 is asked of 水土流失, 主要 says which
+            head = "".join(w for w, _ in words)
+            return (f"{subject}的{head}", "") if head and not _zh_asks(head) else (subject, attr)
+        cause = next((v for v in _ZH_CAUSES if subject.endswith(v) and len(subject) > len(v) + 1), "")
+        return subject[: len(subject) - len(cause)], attr
+    subject = clause[: min(ask, _zh_marker_at(clause, _ZH_SUBJECT_END, grammar=True))]
+    # A yes/no question's predicate is no part of its subject: "房贷提前还款划算吗" asks whether 房贷提前还款
+    # is 划算, "电动汽车贵吗" whether 电动汽车 is 贵 (an adjective or verb, by jieba's tag, after a subject).
+    tagged = zh_tagged(subject)
+    if clause[ask:].startswith(("吗", "呢")) and len(tagged) > 1 and tagged[-1][1] in ("a", "v"):
+        subject = subject[: -len(tagged[-1][0])]
+    return subject, ""
+
+
+def _zh_marker_at(clause: str, markers: tuple[str, ...], *, grammar: bool = False) -> int:
+    """Where the first marker begins a word of the clause (jieba's words), or its length: the 能 of 蓄能
+    is no "can", nor the 会 of 社会 a "will" ("抽水蓄能在中国" ends its subject at 在, not inside 蓄能).
+    With `grammar`, a grammar word after the first word ends it too (每周, 应该: research.agents.words)."""
+    starts, at, end = set(), 0, len(clause)
+    for word, _ in zh_tagged(clause):
+        if grammar and at and _zh_grammar(word):
+            end = at
+            break
+        starts.add(at)
+        at += len(word)
+    return min((i for i in starts if i and any(clause.startswith(m, i) for m in markers)), default=end)
+
+
+def _zh_items(region: str) -> list[str]:
+    """The region cut at 和/及/与/、/以及, except where 及/与 end a word (普及, 涉及, 参与)."""
+    items: list[str] = []
+    start = 0
+    for match in _ZH_AND.finditer(region):
+        if match.group() in ("及", "与") and region[match.start() - 1 : match.start()] in _ZH_WORD_BEFORE_AND:
+            continue
+        items.append(region[start : match.start()])
+        start = match.end()
+    return [*items, region[start:]]
+
+
+def _zh_list(clause: str) -> list[str] | None:
+    """One part per asked attribute ("X的A和B如何" → "X的A如何", "X的B如何"), or None to keep it whole."""
+    ask = _zh_ask_start(clause, 0)
+    cut = clause.rfind("的", 0, ask)
+    if cut <= 0:
+        return None  # a coordination in the subject ("中国和美国…", "X和Y相比"): one part
+    # The region after 的 up to the ask; a comparison's other side belongs to the ask.
+    ask = _zh_ask_start(clause, cut + 1)
+    items = _zh_items(clause[cut + 1 : ask])
+    if len(items) < 2 or any(len(i) < 2 for i in items):
+        return None  # a one-character piece is a word cut at 及/与 (普及, 参与), not an attribute
+    if any(_ZH_DIGIT.search(i) or any(c.isdigit() for c in i) for i in items):
+        return None  # "2021年和2022年": coordinated dates stay together
+    head, tail = clause[: cut + 1], clause[ask:].removeprefix("分别") or "如何"  # "分别" (each) asks of a list
+    return [f"{head}{item}{tail}" for item in items]
+
+
+def _zh_phrase(clause: str) -> str:
+    """What the first clause asks about, as a phrase: "中国的AI芯片产业现状如何" → 中国的AI芯片产业."""
+    phrase = clause[: _zh_ask_start(clause, 0)]
+    for state in _ZH_STATE:
+        phrase = phrase.removesuffix(state)
+    return phrase
+
+
+def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
+    """A later clause with the subject named: "如何降低" → "数据中心如何降低耗电量"."""
+    if not subject or subject in clause:
+        return clause
+    if clause.startswith(_ZH_AGENT):
+        return f"{subject}{clause}"
+    if clause.startswith(_ZH_VERB_OR_TIME) and phrase:
+        return f"{phrase}{clause}"  # "面临哪些挑战" → "中国的AI芯片产业面临哪些挑战"
+    for pronoun in _ZH_PRONOUNS:
+        if clause.startswith(pronoun):
+            rest = clause[len(pronoun) :]
+            joint = "" if rest.startswith(("的", *_ZH_LEAD)) or pronoun in ("它", "它们") else "的"
+            return f"{subject}{joint}{rest}"
+    if clause.startswith(_ZH_LEAD):
+        lead = next(w for w in sorted(_ZH_LEAD, key=len, reverse=True) if clause.startswith(w))
+        rest = clause[len(lead) :]
+        for ask in _ZH_ASK:
+            rest = rest.removesuffix(ask)
+        bare_verb = len(rest) <= 2 and attr and attr not in clause
+        return f"{subject}{clause}{attr if bare_verb else ''}"
+    tagged = zh_tagged(clause)
+    if tagged and tagged[-1][1] in ("v", "p") and tagged[0][1].startswith("n") and tagged[0][0] not in ASPECT_NOUNS_ZH:
+        # A clause with an actor of its own whose verb lacks its object: the subject is the object
+        # ("孩子几岁以前都要用" → "孩子几岁以前都要用儿童安全座椅", not "儿童安全座椅的孩子…"; jieba tags 用 p).
+        return f"{clause}{subject}"
+    if tagged and tagged[0][1] == "t":
+        # A time word opens a comment on the subject as topic ("赛前应该做哪些检查"): "X的赛前" is no phrase.
+        return f"{subject}：{clause}"
+    return f"{subject}的{clause}"
+
+
+def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
+    pieces = [p.strip() for p in _ZH_CLAUSE.split(text) if p.strip()]
+    clauses: list[str] = []
+    pending = ""
+    for piece in pieces:
+        if _zh_asks(piece):
+            clauses.append(f"{pending}，{piece}" if pending else piece)
+            pending = ""
+        else:
+            pending = f"{pending}，{piece}" if pending else piece
+    if pending:
+        if clauses:
+            clauses[-1] += f"，{pending}"
+        else:
+            clauses.append(pending)
+    if not clauses:
+        return [], ""
+    subject, attr = _zh_subject(clauses[0])
+    if len(subject) < 2 or _zh_asks(subject):
+        subject, attr = "", ""  # no subject to carry: later clauses stay as they are
+    # What a later clause continues: the first clause's phrase, or for a yes/no question its subject
+    # ("房贷提前还款划算吗，要注意哪些费用" → "房贷提前还款要注意哪些费用").
+    phrase = (subject if clauses[0].endswith(("吗", "呢")) else _zh_phrase(clauses[0])) if subject else ""
+    whole = [clauses[0]] + [_zh_carry(c, subject, attr, phrase) for c in clauses[1:]]
+    parts: list[tuple[str, str]] = []
+    for clause in whole:
+        split = _zh_list(clause)
+        for sub in split or [clause]:
+            if len(parts) < MAX_PARTS:
+                parts.append((sub, _zh_own(sub, subject)))
+    return parts, subject
+
+
+def _zh_own(part: str, subject: str) -> str:
+    """What a Chinese part asks besides its subject: its terms with the subject and ask words taken out."""
+    rest = part.replace(subject, " ", 1) if subject else part
+    # Whole words (jieba's), so an ask word never leaves half a word behind (哪家公司 is 哪家 + 公司, not 家公司);
+    # asking words, grammar words (应该, 每周, 以前) and one-character words go, common nouns stay (公司).
+    asks = (*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些")
+    kept = [w for w, lang in _raw_words(_ZH_AND.sub(" ", rest)) if lang == "zh" and len(w) >= 2
+            and w not in ZH_STOP_PHRASES and not any(a in w for a in asks)]
+    content = [w for w in kept if w in ASPECT_NOUNS_ZH or not _zh_grammar(w)]
+    return (" ".join(dict.fromkeys(content or kept))
+            or " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False)))
