@@ -149,14 +149,14 @@ ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for grou
     "benefit benefits advantage advantages",
     "disadvantage disadvantages drawback drawbacks downside downsides",
     "effect effects impact impacts",
-    "cause causes reason reasons",
+    "cause causes caused reason reasons because due driven blamed",  # how a reason is stated, for "why" parts
     "obstacle obstacles barrier barriers challenge challenges",
     "症状 征兆 迹象",
     "成本 费用 价格 花费",
     "风险 危险",
     "好处 益处 优点",
     "坏处 缺点 弊端",
-    "原因 起因",
+    "原因 起因 因为 由于 导致",
 ))
 
 

@@ -61,6 +61,23 @@ def test_two_clauses_are_two_parts_with_the_subject_carried():
         "In 2024, how many heat pumps were sold in Poland", "Which brands led for heat pumps"]
 
 
+def test_a_clause_of_stop_words_that_asks_who_is_a_part():
+    # Every word of "who should get it" is a stop word, and it asks another question than the first.
+    assert _titles("How well does the measles vaccine work, and who should get it?") == [
+        "How well does the measles vaccine work", "Who should get measles vaccine"]
+
+
+def test_and_why_asks_the_clause_for_its_reasons():
+    assert _titles("How much did rents rise in Lisbon in 2022 and 2023, and why?") == [
+        "How much did rents rise in Lisbon in 2022 and 2023", "Why did rents rise in Lisbon in 2022 and 2023"]
+    assert _titles("Is LFP safer than NMC, and why?") == ["Is LFP safer than NMC", "Why is LFP safer than NMC"]
+    why = question_aspects("When did tram networks shrink in Europe, and why?", "en-US")[1]
+    assert why.title == "Why did tram networks shrink in Europe"
+    assert "reasons" in why.words and "because" in why.kin  # it ranks the sentences that state a cause
+    # A clause with no auxiliary after its question word cannot be asked "why" by swapping that word.
+    assert question_aspects("What drove inflation, and why?", "en-US") == []
+
+
 def test_a_clause_opening_with_a_preposition_and_a_question_word_is_a_part():
     assert _titles("How well do child seats protect, and until what age should a child use one?") == [
         "How well do child seats protect", "Until what age should a child use child seats"]
@@ -235,6 +252,13 @@ def test_a_second_clause_names_the_subject(subject, verb, adjective):
     question = f"What does {subject} {verb}, and what would make it {adjective}?"
     titles = _check_parts(question, "en-US", subject)
     assert titles == [f"What does {subject} {verb}", f"What would make {subject} {adjective}"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_SUBJECT, _WORD, _YEAR)
+def test_and_why_is_the_same_clause_asked_for_its_reasons(subject, verb, year):
+    titles = _check_parts(f"How much did {subject} {verb} in {year}, and why?", "en-US", subject)
+    assert titles == [f"How much did {subject} {verb} in {year}", f"Why did {subject} {verb} in {year}"]
 
 
 _HAN = st.text(st.sampled_from("电池光伏风氢储热泵芯片车网络数市场城铁路港口煤矿海岛森林水稻钢材船舶航空药物疫苗"),

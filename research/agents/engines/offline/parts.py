@@ -91,9 +91,34 @@ def _up_to_mark(tokens: list[str], start: int) -> list[str]:
 
 
 def _asks(tokens: list[str]) -> bool:
-    """A clause that asks something: opens a question (_opens_question) and has a topic word."""
+    """A clause that asks something: opens a question (_opens_question) and has a topic word, or asks
+    who, what, which, when or where of something with a verb of its own ("who should get it": every word a
+    stop word, yet another question than the first). "by how much" and "why" alone ask nothing new."""
     start = 2 if tokens and tokens[0].lower() in _PREP_WH - _WH - _AUX else 1
-    return _opens_question(tokens) and any(not _is_stop(t) for t in tokens[start:])
+    if not _opens_question(tokens):
+        return False
+    return (any(not _is_stop(t) for t in tokens[start:])
+            or (tokens[0].lower() in _WH - {"how", "why"} and len(tokens) >= 3))
+
+
+# A question word that asks of how much or how far, before the clause's auxiliary: "How much did X rise".
+_HOW_DEGREE = frozenset("much far fast often long soon".split())
+
+
+def _why_of(clause: list[str]) -> list[str] | None:
+    """"…, and why?" asked of a clause: the clause with "why" for its question word ("How much did premiums
+    rise in 2023" → "why did premiums rise in 2023"; "Is X better than Y" → "why is X better than Y"), or
+    None where the question word is not followed by an auxiliary ("What drove inflation"): it stays whole."""
+    words = [t for t in clause if t not in _PUNCT]
+    low = [t.lower() for t in words]
+    at = 0
+    if low and low[0] == "how" and len(low) > 1 and low[1] in _HOW_DEGREE:
+        at = 2
+    elif low and low[0] in ("how", "when", "where"):
+        at = 1
+    if at >= len(low) or low[at] not in _AUX or len(words) - at < 3:
+        return None
+    return ["why", low[at], *words[at + 1 :]]
 
 
 def _en_clauses(text: str) -> list[list[str]]:
@@ -123,7 +148,10 @@ def _en_clauses(text: str) -> list[list[str]]:
     clauses: list[list[str]] = []
     pending: list[str] = []
     for piece in (p for p in pieces if p):
-        if _asks(piece):
+        why = _why_of(clauses[-1]) if [t.lower() for t in piece] == ["why"] and clauses and not pending else None
+        if why:
+            clauses.append(why)  # "…, and why?": the same clause asked for its reasons, a part of its own
+        elif _asks(piece):
             clauses.append([*pending, *([","] if pending else []), *piece])
             pending = []
         else:
@@ -347,6 +375,9 @@ def _en_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     parts = [(p, " ".join(t for t in ts if t.lower() not in common)
               or " ".join(t for t in ts if t.lower() not in subject_terms))
              for (p, _), ts in zip(parts, terms, strict=True)]
+    # A "why" part shares every word with the clause it was asked of: what tells it apart is that it asks
+    # for reasons (their kin, words.ASPECT_KIN, are the words a cause is stated in: because, due, driven).
+    parts = [(p, f"reasons {own}".strip() if p.lower().startswith("why ") else own) for p, own in parts]
     return parts, subject
 
 
