@@ -73,3 +73,50 @@ def test_the_subject_model_not_the_question_s_words_says_what_is_on_the_subject(
                       "help most children. Asthma is common.")
     check = about_subject(QUESTION, "en-US", [OSA, SCHOOL, other])
     assert not check({"text": "Asthma attacks come at night.", "source": 3})
+
+
+# ---------------------------------------------------------------- the answer never skips a part
+
+def _sections(first: list[dict], second: list[dict]):
+    from research.agents.engines.offline.write import _Section
+
+    signs, soon = _parts()
+    return [_Section(signs, first, "", True, {"asked": ["warning", "signs", "symptoms"]}),
+            _Section(soon, second, "", True, {"asked": ["soon", "treatment", "start"]})]
+
+
+SNORE = {"text": "Children with sleep apnea snore most nights, a sign parents notice first.", "source": 1,
+         "score": 1.0}
+MARKS = {"text": "Children with sleep apnea get lower marks at school, a sign teachers notice.", "source": 2,
+         "score": 0.5}
+SURGERY = {"text": "Treatment should start within 6 weeks of the diagnosis.", "source": 1, "score": 1.0}
+
+
+def test_a_part_with_nothing_to_quote_says_so_instead_of_vanishing():
+    from research.agents.engines.offline.write import _answer
+
+    signs, soon = _parts()
+    aspects = question_aspects(QUESTION, "en-US")
+    # The second part's section quotes pages the answer may not (not shown to be on the subject): the
+    # answer says so and points to the section.
+    chosen = _answer(QUESTION, aspects, _sections([SNORE], []), below=frozenset({signs, soon}))
+    labels = [label for label, _ in chosen if label]
+    assert labels == [signs, soon]
+    note = next(s for label, s in chosen if label == soon)
+    assert note.get("note") and "section below" in note["text"]
+    # With nothing in its section either, it says that no source was found on it.
+    chosen = _answer(QUESTION, aspects, _sections([SNORE], []), below=frozenset({signs}))
+    note = next(s for label, s in chosen if label == soon)
+    assert note.get("note") and "No source found" in note["text"]
+
+
+def test_a_sentence_on_another_point_never_fills_a_part_that_has_an_answer():
+    from research.agents.engines.offline.write import _answer
+
+    aspects = question_aspects(QUESTION, "en-US")
+    # Two quotes a part: the second sentence of the second part's section is about school marks, not about
+    # when treatment starts, and stays out of that part's answer.
+    off = {"text": "Sleep apnea was measured in 2,000 children in 2023.", "source": 2, "score": 2.0}
+    chosen = _answer(QUESTION, aspects, _sections([SNORE, MARKS], [SURGERY, off]))
+    quoted = [s["text"] for _, s in chosen]
+    assert SURGERY["text"] in quoted and off["text"] not in quoted

@@ -78,6 +78,12 @@ def test_and_why_asks_the_clause_for_its_reasons():
     assert question_aspects("What drove inflation, and why?", "en-US") == []
 
 
+def test_a_chinese_why_part_asks_for_reasons():
+    first, why = question_aspects("2023年上海的租金下跌了多少，为什么？", "zh-CN")
+    assert "为什么" in why.title and "上海" in why.title
+    assert "原因" in why.words and "由于" in why.kin and "原因" not in first.words
+
+
 def test_a_clause_opening_with_a_preposition_and_a_question_word_is_a_part():
     assert _titles("How well do child seats protect, and until what age should a child use one?") == [
         "How well do child seats protect", "Until what age should a child use child seats"]

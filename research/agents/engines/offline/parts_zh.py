@@ -190,7 +190,10 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
         split = _zh_list(clause)
         for sub in split or [clause]:
             if len(parts) < MAX_PARTS:
-                parts.append((sub, _zh_own(sub, subject)))
+                own = _zh_own(sub, subject)
+                # A "why" part asks for reasons (原因 and its kin, words.ASPECT_KIN: 因为, 由于, 导致), as in English.
+                why = any(w in sub for w in ("为什么", "为何")) and "原因" not in own and len(whole) > 1
+                parts.append((sub, f"原因 {own}".strip() if why else own))
     return parts, subject
 
 

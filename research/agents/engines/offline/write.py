@@ -87,6 +87,10 @@ def _specific(sentence: str) -> float:
 
 _PART_ANSWERED = {False: "_The answer above has what the sources say on this._",
                   True: "_上文的答案已包含来源中关于这一点的内容。_"}
+# A part no quote of a page shown to be on the subject answers, while its section quotes other pages.
+_SEE_SECTION = {False: "_No source shown to be on the subject answers this directly; its section below quotes "
+                       "what the other sources say._",
+                True: "_没有确定谈论该主题的来源直接回答这一点；下文对应一节列出了其他来源的说法。_"}
 
 
 def _answer_paragraph(answer: list[tuple[str, dict[str, Any]]], zh: bool) -> str:
@@ -187,7 +191,10 @@ def write_report(
         # ("option", "error"); the tool's release notes or an appliance's price are no setting of it.
         sections = [s.only(_on_facet(s.title, tools)) for s in sections]
     answer = _answer(ctx.question, aspects, [s.only(answerable) for s in sections], on_subject, zh=zh,
-                     texts={ref.number: ref.text for ref in ctx.sources()}, tools=tools)
+                     texts={ref.number: ref.text for ref in ctx.sources()}, tools=tools,
+                     below=frozenset(s.title for s in sections if s.picked))
+    # The parts the answer could only say nothing of: their sections must not point back to it.
+    said_none = {label for label, s in answer if label and s.get("note") and s.get("none")}
     if answer:
         emit(f"{'## 答案' if zh else '## Answer'}\n\n{_answer_paragraph(answer, zh)}\n\n")
     # By what a sentence says and where, not by object: the answer may quote a step's ranked sentence that
@@ -219,7 +226,8 @@ def write_report(
         elif title in part_titles:
             # Every part of the question keeps its section, if only to say where its answer is: a step
             # that found something is never reported as having nothing.
-            bullets = _PART_ANSWERED[zh] if section.picked or section.extractive else no_source_line(title, zh)
+            answered = (section.picked or section.extractive) and title not in said_none
+            bullets = _PART_ANSWERED[zh] if answered else no_source_line(title, zh)
         elif section.extractive:
             continue  # everything it found is already shown above: no empty section
         else:  # a processing step, or a result without ranked sentences: its own text as is
@@ -249,6 +257,7 @@ def _fact(sections: list[_Section]) -> dict[str, Any] | None:
 def _answer(
     question: str, aspects: list[Aspect], sections: list[_Section], on_subject: _SubjectCheck | None = None,
     *, zh: bool = False, texts: dict[int, str] | None = None, tools: frozenset[str] | None = None,
+    below: frozenset[str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The opening answer: for a question in parts, the best sentences of each part's step, labelled
     with the part (no label for a question of one part: it would only repeat the question); otherwise
@@ -296,6 +305,9 @@ def _answer(
                    * (1.5 if in_unit(s) else 1.0)
                    * (1.5 if asks & set(tokenize(s["text"])) or in_unit(s) else 1.0)
                    * step(s["text"])))
+        # A sentence on another point of the question never fills a part's answer where one on it exists.
+        on_part = [s for s in fresh if not off_part(s, section) or in_unit(s)]
+        fresh = on_part or fresh
         picks: list[dict[str, Any]] = []
         for sentence in fresh:
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
@@ -310,6 +322,13 @@ def _answer(
             # Said plainly, in place of its quotes: what the step found is not the answer to this part.
             # (In italics: a note of the engine's, which the claim check does not take for an uncited claim.)
             picks = [{"text": no_source_line(unanswered, zh), "source": 0, "note": True}]
+        elif not picks and label:
+            # Never silent on a part: what its step found is quoted above (under another part), or its
+            # section quotes pages not shown to be on the subject, or no source was found on it.
+            above = any(near_duplicate(s["text"], c["text"]) for s in _ranked_in(section.notes) for _, c in chosen)
+            below_it = below is None or section.title in below
+            text = _PART_ANSWERED[zh] if above else _SEE_SECTION[zh] if below_it else no_source_line(label, zh)
+            picks = [{"text": text, "source": 0, "note": True, "none": not (above or below_it)}]
         for sentence in picks:
             chosen.append((label if not any(lb == label for lb, _ in chosen) else "", sentence))
 
