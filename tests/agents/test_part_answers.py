@@ -120,3 +120,24 @@ def test_a_sentence_on_another_point_never_fills_a_part_that_has_an_answer():
     chosen = _answer(QUESTION, aspects, _sections([SNORE, MARKS], [SURGERY, off]))
     quoted = [s["text"] for _, s in chosen]
     assert SURGERY["text"] in quoted and off["text"] not in quoted
+
+
+def test_a_part_whose_only_quote_is_above_but_whose_step_found_more_points_to_its_section():
+    from research.agents.engines.offline.write import _answer, _Section
+
+    signs, soon = _parts()
+    aspects = question_aspects(QUESTION, "en-US")
+    doubtful = {"text": "Surgery is advised within 6 weeks in one clinic's guidance.", "source": 2, "score": 0.4,
+                "doubtful": True}
+    # The second step's one answerable sentence is the first part's quote; it also ranked a doubtful one,
+    # which its section shows: the answer must not claim that the quote above answers the second part.
+    sections = [_Section(signs, [SNORE], "", True, {"sentences": [SNORE]}),
+                _Section(soon, [SNORE], "", True, {"sentences": [SNORE, doubtful]})]
+    chosen = _answer(QUESTION, aspects, sections, below=frozenset({signs, soon}))
+    note = next(s for label, s in chosen if label == soon)
+    assert "section below" in note["text"], chosen
+    # When all the step found is quoted above, the answer says so.
+    sections[1] = _Section(soon, [SNORE], "", True, {"sentences": [SNORE]})
+    note = next(s for label, s in _answer(QUESTION, aspects, sections, below=frozenset({signs, soon}))
+                if label == soon)
+    assert "answer above" in note["text"]

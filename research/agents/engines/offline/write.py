@@ -323,9 +323,10 @@ def _answer(
             # (In italics: a note of the engine's, which the claim check does not take for an uncited claim.)
             picks = [{"text": no_source_line(unanswered, zh), "source": 0, "note": True}]
         elif not picks and label:
-            # Never silent on a part: what its step found is quoted above (under another part), or its
+            # Never silent on a part: all its step found is quoted above (under another part), or its
             # section quotes pages not shown to be on the subject, or no source was found on it.
-            above = any(near_duplicate(s["text"], c["text"]) for s in _ranked_in(section.notes) for _, c in chosen)
+            found = _ranked_in(section.notes)
+            above = bool(found) and all(any(near_duplicate(s["text"], c["text"]) for _, c in chosen) for s in found)
             below_it = below is None or section.title in below
             text = _PART_ANSWERED[zh] if above else _SEE_SECTION[zh] if below_it else no_source_line(label, zh)
             picks = [{"text": text, "source": 0, "note": True, "none": not (above or below_it)}]
