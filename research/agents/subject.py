@@ -254,16 +254,12 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     often than any other specific word, never a passing mention (see the module doc)."""
     title, text = subject.read(title), subject.read(text)
     gate = scope_verdict(subject.question, subject.locale, title, text)
-    if gate is not None and (not gate.about or not subject.specific):
+    if gate is not None:
         return gate  # another kind, thing or place than the question's (a near miss)
     if not subject.specific:
         return Verdict(True, "the question names no specific term")
     page = _page(title, text)
     named, term = _mentions(subject, page)
-    if gate is not None and named:
-        return gate
-    # A title that names the question's noun phrase ("美国的房子") is no evidence when the question's specific
-    # terms are elsewhere (木结构) and the page never names them: a page on house prices is another question.
     if term is None or not named:
         return Verdict(False, f"never names {subject.describe()}", firm=False)
     main = subject.terms[0]

@@ -105,15 +105,14 @@ def test_a_chinese_time_word_written_against_the_head_names_another_kind():
 ASKED_OF_HOUSES = "日本的房子为什么大多是木结构，抗震性能怎么样？"
 
 
-def test_a_title_naming_only_the_question_s_noun_is_no_evidence_when_its_terms_are_elsewhere():
-    # The question's noun phrase is 房子; what it asks about them is 木结构 and 抗震性能. A page on house
-    # prices names 日本的房子 in its title and neither term anywhere: another question about the same houses.
-    subject = subject_of(ASKED_OF_HOUSES, "zh-CN")
-    prices = ("日本的房子为什么越来越便宜",
-              "日本的房子在过去十年里变得便宜。东京的房价仍在上涨，但地方的房子大量空置。")
-    assert not page_about(subject, *prices).about
-    wood = ("日本的房子：木结构与抗震", "日本的房子大多采用木结构。木结构重量轻，抗震性能好。")
-    assert page_about(subject, *wood).about
+def test_a_title_on_the_question_s_own_noun_is_about_it_though_the_page_names_no_asked_term():
+    # The question asks two things of 地铁 (运营里程, 客流); a page titled 中国地铁运营里程 that never says 客流 answers
+    # one of them. (A rule that wanted an asked term on the page turned such pages away; it was dropped.)
+    question = "中国地铁的运营里程和客流情况如何？"
+    page = ("中国地铁运营里程", "截至2023年底，全国城市地铁运营里程超过一万公里。北京和上海的地铁线路最长。")
+    assert page_about(subject_of(question, "zh-CN"), *page).about
+    houses = ("日本的房子：木结构与抗震", "日本的房子大多采用木结构。木结构重量轻，抗震性能好。")
+    assert page_about(subject_of(ASKED_OF_HOUSES, "zh-CN"), *houses).about
 
 
 def test_a_kind_the_question_names_elsewhere_is_not_another_kind():
