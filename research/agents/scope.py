@@ -84,6 +84,12 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     return tuple(dict.fromkeys(out)), "zh" if zh else "en"
 
 
+@lru_cache(maxsize=512)
+def _question_words(question: str) -> frozenset[str]:
+    """The question's content words, normalised: read once per question, not once per page judged."""
+    return frozenset(w for w, _ in _content_words(question))
+
+
 def subject_phrase(question: str, locale: str) -> tuple[str, ...]:
     """The question's subject compound, modifiers then head, normalised ("heart attack")."""
     return _phrase(question, locale)[0]
@@ -150,10 +156,9 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         joiner = "" if script == "zh" else " "
         whole = joiner.join(words) if len(words) > 1 else head
         # (A kind the question itself names elsewhere is its own: 木结构房子 for "房子为什么大多是木结构".)
-        own_words = {w for w, _ in _content_words(question)}
         other = next((k for k in _kinds_before(title, title_seq, head, script, words)
                       if S.zipf(k, script) < _MODIFIER_RARE and page.hits(k) > page.hits(whole)
-                      and k not in own_words), "")
+                      and k not in _question_words(question)), "")
         if other:
             return S.Verdict(False, f"its title sets {other} {head} beside {whole}, and the page names it more",
                              firm=False)
