@@ -302,6 +302,17 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     return Verdict(False, f"names {term.text} only in passing", firm=False)
 
 
+def names_a_word(subject: Subject, title: str, text: str) -> bool:
+    """The page uses a word of one of the subject's terms in some form (驾驶 of 疲劳驾驶, "term" of term life
+    insurance), read through the subject's other names. A page with none of them is on another topic
+    altogether, whatever general words of the question it shares (事故, 预防): it cannot be naming the
+    subject otherwise. True for a question with no specific term."""
+    if not subject.terms:
+        return True
+    page = _page(subject.read(title), subject.read(text))
+    return any(page.names_family(word) for term in subject.terms for word in term.words)
+
+
 def title_as_read(subject: Subject, title: str, text: str) -> str:
     """A page's title as the subject model reads it: other names put back to the question's words
     ("Recombinant zoster vaccine" → "… shingles vaccine") and, where the page's lead defines a title word

@@ -150,3 +150,21 @@ def test_when_no_page_is_on_the_subject_the_pages_turned_away_for_want_of_eviden
     weights = _source_weights(MARATHON_Q, "zh-CN", _refs(LONG_RUN, FOOTBALL, on))
     assert 1 in weights.rejected and 1 not in weights.doubtful
     assert 3 not in weights.rejected and weights[3] > DOUBTFUL
+
+
+def test_a_page_with_none_of_the_subject_s_words_is_turned_away_not_doubtful():
+    # It shares the question's general words (事故, 多少, 预防), so it passes the share of key terms, but it
+    # never uses a word of the subject (疲劳, 驾驶) in any form: it cannot be naming the subject another way.
+    question = "疲劳驾驶引发的事故有多少，怎样预防？"
+    elsewhere = ("矿山安全：事故有多少，怎样预防",
+                 "去年矿山事故有多少起？专家说，预防事故要靠通风和监测。矿山事故的预防重在培训。")
+    part_word = ("长途驾驶的事故有多少，怎样预防",
+                 "长途驾驶的事故有多少？专家说，预防事故要每两小时停车休息。长途驾驶要预防事故。")
+    weights = _source_weights(question, "zh-CN", _refs(elsewhere, part_word))
+    assert 1 in weights.rejected and 1 not in weights.doubtful and weights[1] == 0.0
+    assert 2 in weights.doubtful and weights[2] == DOUBTFUL  # 驾驶 is a word of the subject: maybe it, said otherwise
+    # The English way: "knee" and "replacement" are nowhere on a page that shares only "cost" and the place.
+    implant = ("What does a dental implant cost in the United States?",
+            "A dental implant costs about 4,000 dollars in the United States. Costs vary by state and by dentist.")
+    weights = _source_weights(Q, "en-US", _refs(ON, implant))
+    assert 2 not in weights.doubtful

@@ -13,6 +13,7 @@ from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.rank import RankedSentence, tokenize
 from research.agents.subject import (
+    names_a_word,
     names_subject,
     page_about,
     sentence_about,
@@ -105,10 +106,11 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
         ) / total
         verdict = page_about(subject, ref.title, ref.text)
-        if not verdict.about and not verdict.firm and share >= 0.34:
+        if not verdict.about and not verdict.firm and share >= 0.34 and names_a_word(subject, ref.title, ref.text):
             # No evidence it is about the subject, none that it is about another, and most of the question's
             # terms are there (it may name the subject otherwise: "herpes zoster" for shingles): read last,
-            # never turned away. A page with few of them is on another topic altogether.
+            # never turned away. A page with few of them, or with none of the subject's own words (a page on
+            # satellite navigation that shares 事故 and 预防 with a question on 疲劳驾驶), is on another topic.
             weights[ref.number] = DOUBTFUL
             weights.doubtful[ref.number] = verdict.why
             continue
