@@ -168,3 +168,23 @@ def test_a_page_with_none_of_the_subject_s_words_is_turned_away_not_doubtful():
             "A dental implant costs about 4,000 dollars in the United States. Costs vary by state and by dentist.")
     weights = _source_weights(Q, "en-US", _refs(ON, implant))
     assert 2 not in weights.doubtful
+
+
+def test_a_part_only_a_doubtful_page_answers_is_shown_from_it_not_called_unanswered():
+    # No page shown to be on the subject says how long recovery takes; the page that calls the operation
+    # "total knee arthroplasty" does. The part is answered from it (flagged doubtful), not "No source found".
+    from research.agents.engines.offline import OfflineEngine
+    from tests.support.fake_context import FakeContext, FakePage
+
+    question = "How much does a knee replacement cost in the United States, and how long does recovery take?"
+    on = FakePage("https://pages.example/on", *ON)
+    recovery = FakePage("https://pages.example/tka", "Total knee arthroplasty: what recovery looks like",
+                        "After a total knee arthroplasty, recovery takes about six weeks before most patients walk "
+                        "without a cane. Full recovery takes up to a year. Patients call it a knee replacement.")
+    ctx = FakeContext(question=question, pages=[on, recovery])
+    engine = OfflineEngine()
+    plan = engine.plan(ctx, max_steps=2)
+    results = [engine.research(ctx, step, plan, []) for step in plan.steps]
+    part = next(r for r in results if "recovery" in r.title.lower())
+    assert "unanswered" not in part.notes, part.notes
+    assert "six weeks" in part.report_md and "No source found" not in part.report_md

@@ -145,3 +145,24 @@ def test_what_a_part_asks_for():
     assert part_kind("安装一台 Zorblax 热泵要多少钱？") == "much"
     assert part_kind("How do I install Zorblax, and how much disk does it need?") == "how"
     assert part_kind("Which command lists the Zorblax snapshots?") == "how"
+
+
+# Every page says 费用 and uses 和 and 要; only one says what the fees are. The part asks which fees and risks.
+_VANADIUM = [
+    FakePage(f"https://energy.example.cn/vrfb-{i}", f"钒液流电池的费用和风险（{i}）", text)
+    for i, text in enumerate([
+        "钒液流电池划算吗？钒液流电池的费用和寿命要一起看，钒液流电池适合长时储能。",
+        "钒液流电池的费用和风险要看项目规模，钒液流电池寿命长达二十年。",
+        "钒液流电池要先看费用和电解液，钒液流电池可以循环一万五千次。",
+    ])
+]
+
+
+def test_a_part_s_asked_words_keep_what_it_asks_and_drop_grammar_words():
+    # 费用 is on every page, but it is what the part asks about the subject, never the subject itself; 和,
+    # 要 and 哪些 are in nearly every Chinese sentence and would let any sentence cover the part.
+    ctx = FakeContext(question="钒液流电池划算吗，要注意哪些费用和风险？", pages=_VANADIUM, locale="zh-CN")
+    results, _ = run_job(OfflineEngine(), ctx, max_steps=2)
+    asked = set(results[1].notes.get("asked") or [])
+    assert "费用" in asked and "风险" in asked, asked
+    assert not asked & {"和", "要", "哪些", "吗", "的"}, asked

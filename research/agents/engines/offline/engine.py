@@ -54,6 +54,7 @@ from research.agents.engines.offline.select import (
 from research.agents.engines.offline.titles import readable_steps
 from research.agents.engines.offline.write import _cite, write_report
 from research.agents.rank import RankedSentence, rank_sentences, split_sentences, tokenize
+from research.agents.subject import subject_of
 from research.agents.text import detect_locale, is_chinese, key_terms
 from research.agents.types import (
     AgentContext,
@@ -67,7 +68,7 @@ from research.agents.types import (
     StepResult,
     ToolError,
 )
-from research.agents.words import _raw_words
+from research.agents.words import _function_word, _raw_words
 
 MIN_ON_SUBJECT = 3  # pages on the subject a step reads before its part counts as covered
 
@@ -303,6 +304,7 @@ class OfflineEngine:
         # pump costs) asks nothing more specific: any sentence on the subject may answer it.
         _, _, focus = self._queries(ctx, step)
         part_words = set(tokenize(" ".join(aspect.words))) if aspect else set()
+        asked_general = set(tokenize(" ".join(subject_of(ctx.question, locale).general)))
         # Focus holds the words of the part's attribute group too ("symptoms" for "signs"), which count
         # only where the part's own words are more than the subject.
         hints = set(tokenize(focus)) if aspect else set()
@@ -313,6 +315,7 @@ class OfflineEngine:
         reader = reader_for(ctx, self.fetch_per_step)
         reader.search(queries.pop(0), self.fetch_per_step)
         fallback, count, done = True, 0, False
+        doubtful: set[int] = set()
         while True:
             if reader.sources:
                 ranked, fallback, count = self.rank_step(ctx, step, plan, reader.sources,
@@ -320,12 +323,17 @@ class OfflineEngine:
                 # The subject as the pages the step ranks sentences from share it (not every page read).
                 quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
                 check = about_subject(ctx.question, locale, quoted or reader.sources)
-                subject = _shared_subject(ctx.question, locale, reader.sources)
+                # What the question asks about its subject (费用 of 要注意哪些费用和风险) is never the subject,
+                # however many pages say it: only its terms' words are.
+                subject = _shared_subject(ctx.question, locale, reader.sources) - asked_general
                 own = (part_words | hints) - subject if part_words - subject else set()
+                # Grammar words answer nothing: 和, 要 and 哪些 are in nearly every Chinese sentence.
+                own = {w for w in own if not _function_word(w, "en" if w.isascii() else "zh")}
                 # Wide enough: a near-miss page (rejected by the subject model) is read but is no source,
                 # so the step reads on until enough pages on the subject back its answer.
                 judged = _source_weights(ctx.question, locale, reader.sources)
                 on_subject = len(reader.sources) - len(judged.rejected) - len(judged.doubtful)
+                doubtful = set(judged.doubtful)
                 wide = on_subject >= min(self.fetch_per_step, MIN_ON_SUBJECT)
                 done = wide and not fallback and covered(
                     ranked, shown=self.sentences_per_step, asked=own, kind=kind, on_subject=check,
@@ -343,11 +351,16 @@ class OfflineEngine:
             notes["facts"] = fact_note(words, reader.sources)
         quoted = [ref for ref in reader.sources if any(r.source == ref.number for r in ranked)]
         check = about_subject(ctx.question, locale, quoted or reader.sources)
-        # Unanswered: nothing on the subject speaks of the part at all (for "how much": states no figure).
+        # Unanswered: nothing on the subject speaks of the part at all (for "how much": states no figure), nor
+        # does a doubtful page (one that may name the subject another way: its sentences are shown flagged).
         loose = "much" if kind == "much" else ""
+
+        def on_subject_or_doubtful(sentence: dict[str, Any], *, itself: bool = False) -> bool:
+            return sentence["source"] in doubtful or check(sentence, itself=itself)
+
         if aspect and not done and (fallback or not covered(ranked, shown=self.sentences_per_step, asked=own,
-                                                            kind=loose, on_subject=check, sources=reader.sources,
-                                                            words=words)):
+                                                            kind=loose, on_subject=on_subject_or_doubtful,
+                                                            sources=reader.sources, words=words)):
             notes["unanswered"] = aspect.title
         if aspect and own:
             notes["asked"] = sorted(own)  # the words the coverage test looked for: the writer's answer too

@@ -225,7 +225,7 @@ def covered(
         in_unit = unit is not None and unit.search(r.text) is not None
         if asked and not asked & set(tokenize(r.text)) and r.source not in foreign and not in_unit:
             continue
-        if kind == "much" and not _numbers([r.text]):
+        if kind == "much" and not _numbers([r.text]) and not in_unit:  # "about six weeks" is a figure too
             continue
         if kind == "how":
             continue  # a procedure is a command: the sentences alone do not cover it
