@@ -192,6 +192,31 @@ def test_chinese_lists_are_one_part_per_attribute():
     assert aspects[0].query != aspects[1].query
 
 
+def test_chinese_things_listed_after_a_question_word_are_one_part_each():
+    # "要注意哪些A和B" asks which A and which B: each is searched and answered on its own.
+    assert _titles("热水器以旧换新要注意哪些费用和风险？", "zh-CN") == [
+        "热水器以旧换新要注意哪些费用", "热水器以旧换新要注意哪些风险"]
+    assert _titles("钙钛矿电池有哪些优点和缺点？", "zh-CN") == ["钙钛矿电池有哪些优点", "钙钛矿电池有哪些缺点"]
+    # A later clause's list too, with the yes/no subject carried.
+    assert _titles("热水器以旧换新划算吗，要注意哪些费用和风险？", "zh-CN") == [
+        "热水器以旧换新划算吗", "热水器以旧换新要注意哪些费用", "热水器以旧换新要注意哪些风险"]
+    # Not a list of things asked: a comparison, coordinated subjects, and a question word alone.
+    assert question_aspects("快走和慢跑哪个更适合老年人？", "zh-CN") == []
+    assert question_aspects("中国和日本有哪些合作？", "zh-CN") == []
+    assert question_aspects("钙钛矿电池有哪些缺点？", "zh-CN") == []
+
+
+_ZH_NOUNS = ["费用", "风险", "优点", "缺点", "症状", "材料", "条件", "补贴"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(_ZH_NOUNS), st.sampled_from(_ZH_NOUNS), st.sampled_from(["有哪些", "要注意哪些", "需要哪些"]))
+def test_chinese_a_list_after_a_question_word_gives_one_part_per_noun(first, second, ask):
+    assume(first != second)
+    titles = _titles(f"钙钛矿电池{ask}{first}和{second}？", "zh-CN")
+    assert titles == [f"钙钛矿电池{ask}{first}", f"钙钛矿电池{ask}{second}"]
+
+
 def test_the_plan_has_one_step_per_part_with_distinct_searches():
     question = "What are the costs, risks and benefits of small modular reactors?"
     steps = OfflineEngine().plan(FakeContext(question=question, pages=[], locale="en-US"), max_steps=5).steps

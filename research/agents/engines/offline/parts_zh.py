@@ -105,15 +105,39 @@ def _zh_items(region: str) -> list[str]:
     return [*items, region[start:]]
 
 
+# Question words that ask for a list of things of one kind ("要注意哪些费用和风险": which fees, which risks).
+_ZH_WHICH = ("哪些", "哪几种", "哪几类", "什么样的", "什么")
+
+
+def _zh_list_after_ask(clause: str) -> list[str] | None:
+    """One part per thing asked after a question word ("X要注意哪些A和B" → "X要注意哪些A", "X要注意哪些B"):
+    the clause ends with nouns joined by 和/及/与/、 after 哪些 or 什么. None where it does not."""
+    at = max(((clause.rfind(w), w) for w in _ZH_WHICH if clause.rfind(w) > 0), default=(-1, ""))
+    if at[0] < 0:
+        return None
+    head, tail = clause[: at[0] + len(at[1])], clause[at[0] + len(at[1]) :]
+    items = _zh_items(tail)
+    if len(items) < 2 or any(len(i) < 2 or _zh_asks(i) or any(c.isdigit() for c in i) for i in items):
+        return None
+    # Each item a noun (jieba's tag of its last word): "哪些费用和风险", not "什么时候和怎样" or a verb phrase.
+    if not all((tags := zh_tagged(i)) and tags[-1][1].startswith("n") for i in items):
+        return None
+    return [f"{head}{item}" for item in items]
+
+
 def _zh_list(clause: str) -> list[str] | None:
-    """One part per asked attribute ("X的A和B如何" → "X的A如何", "X的B如何"), or None to keep it whole."""
+    """One part per asked attribute ("X的A和B如何" → "X的A如何", "X的B如何"; "X要注意哪些A和B" → one per
+    thing asked after the question word), or None to keep it whole."""
     ask = _zh_ask_start(clause, 0)
     cut = clause.rfind("的", 0, ask)
     if cut <= 0:
-        return None  # a coordination in the subject ("中国和美国…", "X和Y相比"): one part
+        # A coordination in the subject ("中国和美国…", "X和Y相比") is one part; a list after 哪些 is not.
+        return _zh_list_after_ask(clause)
     # The region after 的 up to the ask; a comparison's other side belongs to the ask.
     ask = _zh_ask_start(clause, cut + 1)
     items = _zh_items(clause[cut + 1 : ask])
+    if len(items) == 1 and not items[0]:
+        return _zh_list_after_ask(clause)  # "X的哪些A和B": nothing between 的 and the question word
     if len(items) < 2 or any(len(i) < 2 for i in items):
         return None  # a one-character piece is a word cut at 及/与 (普及, 参与), not an attribute
     if any(_ZH_DIGIT.search(i) or any(c.isdigit() for c in i) for i in items):
