@@ -144,6 +144,20 @@ def test_each_part_searches_its_own_words_and_the_subject():
     assert "profitability" not in two[0].query and "yield" not in two[1].query
 
 
+def test_a_yes_no_question_s_predicate_is_no_part_of_the_subject_a_later_clause_carries():
+    # "worth it" and "safe" say what is asked of the subject: the later clause names the thing alone.
+    assert _titles("Is a heat pump worth it, and who should install it?") == [
+        "Is a heat pump worth it", "Who should install heat pump"]
+    assert _titles("Is the flu vaccine safe, and who should get it?") == [
+        "Is the flu vaccine safe", "Who should get flu vaccine"]
+
+
+def test_a_clause_ending_with_its_preposition_takes_the_subject_with_with_not_for_for():
+    titles = _titles("Is a heat pump worth it, and what should I look out for?")
+    assert titles[1] == "What should I look out for with heat pump"
+    assert all(" for for " not in t for t in titles)
+
+
 # ---------------------------------------------------------------- Chinese, by example
 
 

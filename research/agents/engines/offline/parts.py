@@ -28,6 +28,7 @@ from research.agents.text import STOPWORDS_EN, detect_locale, is_chinese, key_te
 from research.agents.types import PlanStep
 from research.agents.words import (
     ASPECT_NOUNS_EN,
+    _lemmas,
     aspect_kin,
     en_base_verb,
     en_participle_after,
@@ -217,7 +218,13 @@ def _en_subject(tokens: list[str]) -> str:
         closes = end >= len(tokens) or tokens[end] in _PUNCT
         verb_last = ((closes or en_base_verb(last)) if tokens[aux].lower() in _DO_AUX
                      else last.lower().endswith(("ing", "ed")))
-        if verb:
+        # After "is" a predicate adjective ends the phrase: "Is a heat pump worth it", "Is the flu vaccine safe".
+        predicate = (tokens[aux].lower() not in _DO_AUX and len(phrase) >= 2 and not verb
+                     and ((end < len(tokens) and tokens[end].lower() in ("it", "them"))
+                          or (closes and next(iter(_lemmas(last.lower())), "") == "ADJ")))
+        if predicate:
+            phrase = phrase[:-1]
+        elif verb:
             phrase = phrase[:verb]  # "Do speed cameras reduce crashes": the subject ends before its verb
         elif len(phrase) >= 2 and (verb_last or (end < len(tokens) and tokens[end].lower() == "than")):
             # "What does green hydrogen cost", "Why are egg prices rising", "Is HIIT better than …": not the
@@ -271,7 +278,10 @@ def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str
             k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"})))
         out.append(recent if pronoun else possessive if low in _POSSESSIVES else tok)
     if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:
-        out += ["for", *subject.split()]  # "and who leads?" → "who leads for X"
+        # "and who leads?" → "who leads for X"; a clause ending with its preposition takes "with X"
+        # ("what should I watch for" → "what should I watch for with X", never "for for X").
+        stranded = bool(out) and out[-1].lower() in _PREP
+        out += ["with" if stranded else "for", *subject.split()]
     return out
 
 
