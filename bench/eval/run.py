@@ -183,7 +183,9 @@ def run_eval(
                 options |= row.get("options", {}) | {"engine": row["engine"]}
                 job = services.job_create(user=stack.user(), question=q["question"], options=options)
                 jobs[(row["name"], q["id"])] = int(job.pk)
-        stack.wait_jobs(list(jobs.values()), timeout=1800)
+        # All jobs are queued at once and one worker drains them: the wait grows with their number (the
+        # four rows of `--split final`, 304 jobs, ran past a fixed 30 minutes on a 2-core machine).
+        stack.wait_jobs(list(jobs.values()), timeout=max(1800, 12 * len(jobs)))
         per_question: dict[str, dict[str, Any]] = {}
         reports: dict[str, str] = {}
         for (name, qid), job_id in jobs.items():
