@@ -327,8 +327,9 @@ class OfflineEngine:
                 # however many pages say it: only its terms' words are.
                 subject = _shared_subject(ctx.question, locale, reader.sources) - asked_general
                 own = (part_words | hints) - subject if part_words - subject else set()
-                # Grammar words answer nothing: 和, 要 and 哪些 are in nearly every Chinese sentence.
-                own = {w for w in own if not _function_word(w, "en" if w.isascii() else "zh")}
+                # Grammar words answer nothing: 和, 要 and 哪些 are in nearly every Chinese sentence. (Never all of
+                # them: "Who makes Quillmate" asks for "makes", a common word, and no words would mean any sentence.)
+                own = {w for w in own if not _function_word(w, "en" if w.isascii() else "zh")} or own
                 # Wide enough: a near-miss page (rejected by the subject model) is read but is no source,
                 # so the step reads on until enough pages on the subject back its answer.
                 judged = _source_weights(ctx.question, locale, reader.sources)
