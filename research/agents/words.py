@@ -151,6 +151,7 @@ ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for grou
     "effect effects impact impacts",
     "cause causes caused reason reasons because due driven blamed",  # how a reason is stated, for "why" parts
     "obstacle obstacles barrier barriers challenge challenges",
+    "effective effectiveness efficacy efficacious",
     "症状 征兆 迹象",
     "成本 费用 价格 花费",
     "风险 危险",
@@ -160,10 +161,16 @@ ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for grou
 ))
 
 
+# "How well does it work" asks how effective it is: "well" leads to that group, but is none of its words ("as
+# well" answers nothing). Only words after "how" look it up (question_aspects).
+_KIN_OF = {"well": "effective"}
+
+
 def aspect_kin(word: str) -> tuple[str, ...]:
     """The other words of an attribute noun's group ("signs" → sign, symptom, symptoms), or ()."""
     low = word.lower()
-    return tuple(sorted(w for group in ASPECT_KIN if low in group for w in group if w != low))
+    key = _KIN_OF.get(low, low)
+    return tuple(sorted(w for group in ASPECT_KIN if key in group for w in group if w != low))
 
 
 def _norm(word: str) -> str:

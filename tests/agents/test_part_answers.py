@@ -141,3 +141,17 @@ def test_a_part_whose_only_quote_is_above_but_whose_step_found_more_points_to_it
     note = next(s for label, s in _answer(QUESTION, aspects, sections, below=frozenset({signs, soon}))
                 if label == soon)
     assert "answer above" in note["text"]
+
+
+def test_how_well_it_works_asks_how_effective_it_is():
+    aspect = question_aspects("How well does the shingles vaccine work, and who should get it?", "en-US")[0]
+    assert {"efficacy", "effective", "effectiveness"} <= set(aspect.kin)
+    assert "well" not in aspect_kin("well")  # "as well" answers nothing
+    asked = set(tokenize(" ".join([*aspect.words, *aspect.kin])))
+    page = SourceRef(1, "https://example.org/rzv", "Shingles vaccine: the trials",
+                     "The shingles vaccine was tested in 29,000 adults. The shingles vaccine's efficacy was 97 "
+                     "percent in the first trial.")
+    check = about_subject(aspect.title, "en-US", [page])
+    ranked = _ranked(("The shingles vaccine's efficacy was 97 percent in the first trial.", 1))
+    assert covered(ranked, shown=5, asked=asked - {"shingles", "vaccine"}, kind="", on_subject=check,
+                   sources=[page], words=aspect.title)

@@ -48,6 +48,7 @@ from research.agents.engines.offline.select import (
     _same_script,
     _shared_subject,
     _source_weights,
+    answer_up,
     lead_sentences,
     sentence_note,
 )
@@ -473,9 +474,10 @@ class OfflineEngine:
         base_prior: Callable[[str], float] = _figures_prior if figures else _figures_bonus
         if kind == "how":  # "how do I …": the sentences that state a step as code ("run restic init …")
             base_prior = procedure_prior(command_tools(ctx.question, locale))
-        unit = asked_unit(aspect.title if aspect else ctx.question) if kind == "much" else None
+        unit = asked_unit(aspect.title if aspect else ctx.question) if kind in ("much", "who") else None
         if unit is not None:
-            # "几岁" wants an age, "how soon" a span of time: a figure in that unit over any other figure.
+            # "几岁" wants an age, "how soon" a span of time: a figure in that unit over any other figure;
+            # "who should get it" a sentence that names a group of people.
             figure_prior, base_prior = base_prior, lambda text: figure_prior(text) * (1.5 if unit.search(text) else 1.0)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
@@ -495,6 +497,11 @@ class OfflineEngine:
             ignore=_shared_subject(ctx.question, locale, sources) - own,
         )
         ranked = _cover_sources(ranked, weights, shown)
+        if kind == "who" and unit is not None:
+            people = unit
+            check = about_subject(ctx.question, locale, sources)
+            ranked = answer_up(ranked, shown, answers=lambda text: people.search(text) is not None,
+                               names_subject=lambda r: check({"text": r.text, "source": r.source}, itself=True))
         if ranked:
             return ranked, False, len(candidates)
         # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.

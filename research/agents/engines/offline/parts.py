@@ -427,7 +427,9 @@ def question_aspects(question: str, locale: str) -> list[Aspect]:
         if query.lower() in queries:  # siblings never search the same words
             query = f"{query} {title}"
         queries.add(query.lower())
-        kin = tuple(dict.fromkeys(k for w in words for k in aspect_kin(w) if k not in words))
+        # "How well does it work" asks how effective it is: the degree word leads to its group (words.py).
+        degree = textre.findall(r"\bhow\s+(\w+)", title.lower())
+        kin = tuple(dict.fromkeys(k for w in (*words, *degree) for k in aspect_kin(w) if k not in words))
         out.append(Aspect(title[:200], query[:400], words, kin))
     return out
 

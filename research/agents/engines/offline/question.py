@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from research import scripts, textre
 from research.agents.engines.offline.parts import Aspect, _aspect_of, question_aspects
 from research.agents.rank import tokenize
+from research.agents.synonyms import is_person
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, key_terms
 from research.agents.types import PlanStep
+from research.agents.words import zh_tagged
 
 # ---------------------------------------------------------------- coordinator
 
@@ -282,18 +285,84 @@ def _padded_words(text: str) -> str:
 
 
 def part_kind(text: str) -> str:
-    """What a part asks for: "how" (a procedure: a command states it), "much" (a figure) or "".
-    How it asks comes first: "how do I install …" asks for a procedure, "how much does it cost to
-    install …" (安装一台要多少钱) for a figure, though it names installing; a part that asks neither way
-    and names a procedure ("which command lists the snapshots") asks for the procedure."""
+    """What a part asks for: "how" (a procedure: a command states it), "much" (a figure), "who" (a group
+    of people) or "". How it asks comes first: "how do I install …" asks for a procedure, "how much does
+    it cost to install …" (安装一台要多少钱) for a figure, though it names installing; a part that asks
+    neither way and names a procedure ("which command lists the snapshots") asks for the procedure."""
     words = _padded_words(text)
     if any(_says(words, p) for p in _HOW_ASK_EN) or any(w in text for w in _HOW_ASK_ZH):
         return "how"
-    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or asked_unit(text):
+    if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or _figure_unit(text):
         return "much"
+    if _asks_who(text):
+        return "who"
     if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
         return "how"
     return ""
+
+
+# "Who should get it" asks for a group of people ("who makes …" asks for a maker, not for them); a sentence
+# answers it where it names people and says they should ("recommended for all adults aged 50 and older"),
+# "who is at risk" where it names people and their risk. An age alone is no answer: a trial's "adults aged
+# 60 and older" are not who should get the vaccine. (asks in English, in Chinese; the cue in English, in
+# Chinese.)
+_WHO: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern, textre.Pattern], ...] = (
+    (("who is at risk", "who are at risk", "who is most at risk", "who is more likely", "who gets"),
+     ("哪些人容易", "哪些人更容易", "哪些人风险", "哪些人是高危", "谁更容易", "高危人群"),
+     textre.compile(r"\b(?:(?:high|higher|increased|greater|most)\s+risk|at\s+risk|more\s+likely|more\s+common|"
+                    r"more\s+often|susceptible|vulnerable)\b", textre.I),
+     textre.compile(r"高危|风险(?:更|较)?高|更容易|易感|多发")),
+    (("who should", "who needs", "who need", "who must", "who can get", "who can take", "who can use",
+      "who is eligible", "who are eligible", "who qualifies", "who benefits", "which people", "what people",
+      "for whom"),
+     ("哪些人", "什么人", "哪类人", "什么样的人", "谁应该", "谁需要", "谁适合", "适合谁", "哪些群体", "哪些人群"),
+     textre.compile(r"\b(?:recommend\w*|eligible|advised|indicated|offered|candidates?|should)\b", textre.I),
+     textre.compile(r"建议|推荐|应该|应当|适合|适用|需要|必须")),
+)
+# Groups of people that WordNet files as groups, not persons ("people" is a group there).
+_PEOPLE_EN = frozenset({"people", "men", "elderly", "population", "public", "everyone", "anyone"})
+# A Chinese noun for people ends in one of these (老年人, 患者, 驾驶员, 儿童, 孕妇, 婴儿), or is a group of them.
+_PERSON_END_ZH = frozenset("人者员童妇孩婴儿")
+_PEOPLE_ZH = frozenset({"人群", "群体", "人们", "老人", "孩子", "家长", "父母"})
+_NOT_PEOPLE_ZH = frozenset({"机器人", "个人", "本人", "收入", "投入", "加入", "介入", "深入", "输入", "出入"})
+
+
+def _who_ask(text: str) -> int | None:
+    """Which way this part asks who (an index of _WHO), or None: it does not."""
+    words = _padded_words(text)
+    for index, (english, chinese, _, _) in enumerate(_WHO):
+        if any(_says(words, p) for p in english) or any(p in text for p in chinese):
+            return index
+    return None
+
+
+def _asks_who(text: str) -> bool:
+    return _who_ask(text) is not None
+
+
+@lru_cache(maxsize=8192)
+def names_people(text: str, ask: int) -> bool:
+    """Whether a sentence names a group of people (WordNet's persons in English: "adults", "patients"; in
+    Chinese a noun with a person's ending, by jieba's words: 老年人, 孕妇) and has the cue. A sentence on
+    "researchers" who "should" do something passes too, so this only orders a "who" part's sentences and
+    tells whether it has an answer at all; it proves nothing about one. `ask`: an index of _WHO."""
+    _, _, cue_en, cue_zh = _WHO[ask]
+    if (cue_zh if scripts.has_han(text) else cue_en).search(text) is None:
+        return False
+    if scripts.has_han(text):
+        return any(flag.startswith("n") and (word in _PEOPLE_ZH or (len(word) >= 2 and word[-1] in _PERSON_END_ZH))
+                   and word not in _NOT_PEOPLE_ZH for word, flag in zh_tagged(text))
+    return any(word in _PEOPLE_EN or is_person(word) for word in textre.findall(r"[a-z]+", text.lower()))
+
+
+@lru_cache(maxsize=16)
+def _people(ask: int) -> textre.Pattern:
+    """A pattern that finds a sentence answering a "who" part. Its guard reads the sentence as a whole, so a
+    refused match refuses every other match in that text too (one verdict per text, cached)."""
+    def accept(match: textre.Match) -> bool:
+        return names_people(match.string, ask)
+
+    return textre.compile_guarded(r"\w+", accept=accept)
 
 
 # What unit a part's answer is in, by how it asks: "几岁" wants an age, "how soon" a span of time, "how
@@ -320,13 +389,20 @@ _UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
 )
 
 
-def asked_unit(text: str) -> textre.Pattern | None:
-    """The unit a part's answer is stated in, as a pattern over sentences, or None (see _UNITS)."""
+def _figure_unit(text: str) -> textre.Pattern | None:
     words = _padded_words(text)
     for english, chinese, unit in _UNITS:
         if any(_says(words, p) for p in english) or any(p in text for p in chinese):
             return unit
     return None
+
+
+def asked_unit(text: str) -> textre.Pattern | None:
+    """The unit a part's answer is stated in, as a pattern over sentences, or None: a figure's (see
+    _UNITS), else for "who should …" people (`names_people`)."""
+    unit = _figure_unit(text)
+    ask = _who_ask(text) if unit is None else None
+    return _people(ask) if ask is not None else unit
 
 
 

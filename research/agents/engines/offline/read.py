@@ -208,7 +208,8 @@ def covered(
 ) -> bool:
     """Whether the step's part has a supported answer: an on-subject sentence among those it shows that
     holds a word of what the part asks (`asked`: its own words and its facet's, the subject's left out;
-    any sentence when that is empty), with a figure for "how much", and for "how do I" a command in a
+    any sentence when that is empty), with a figure for "how much", one naming people for "who should",
+    and for "how do I" a command in a
     source it read. `kind=""` asks only for the sentence (is anything on the part at all?)."""
     if kind == "how" and best_command(words, sources) is not None:
         return True
@@ -218,7 +219,7 @@ def covered(
     foreign = {ref.number for ref in sources if not scripts.same_script(ref.text[:3000], locale)}
     # A figure in the unit the part asks for answers it in any words: "within 90 minutes" answers "how soon
     # should treatment start", "4岁以前" answers "几岁以前都要用".
-    unit = asked_unit(words) if kind in ("much", "") else None
+    unit = asked_unit(words) if kind in ("much", "who", "") else None
     for r in ranked[:shown]:
         if not on_subject({"text": r.text, "source": r.source}):
             continue
@@ -226,6 +227,8 @@ def covered(
         if asked and not asked & set(tokenize(r.text)) and r.source not in foreign and not in_unit:
             continue
         if kind == "much" and not _numbers([r.text]) and not in_unit:  # "about six weeks" is a figure too
+            continue
+        if kind == "who" and not in_unit:  # "who should get it": a sentence that names people answers it
             continue
         if kind == "how":
             continue  # a procedure is a command: the sentences alone do not cover it
@@ -240,7 +243,8 @@ def _same_query(a: str, b: str) -> bool:
     return set(tokenize(a)) == set(tokenize(b))
 
 
-_KIND_WORDS = {"how": ("install guide command", "安装 命令 教程"), "much": ("price figures data", "数据 价格 规模")}
+_KIND_WORDS = {"how": ("install guide command", "安装 命令 教程"), "much": ("price figures data", "数据 价格 规模"),
+               "who": ("recommended eligible groups", "适用人群 建议")}
 
 
 def step_queries(first: str, *, title: str, aspect: Aspect | None, terms: Sequence[str], zh: bool = False,

@@ -5,7 +5,7 @@ subject, which pages get a sentence shown, and whether a sentence is on the subj
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -185,6 +185,21 @@ def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], show
         top.append(best)
         present.add(number)
     return top + rest
+
+
+def answer_up(ranked: list[RankedSentence], shown: int, *, answers: Callable[[str], bool],
+              names_subject: Callable[[RankedSentence], bool]) -> list[RankedSentence]:
+    """Where none of the first `shown` sentences answers what the part asks in its own terms (`answers`:
+    "recommended for all adults aged 50 and older" for "who should get it"), the best one further down that
+    does and names the subject itself takes the last place shown: a doubtful page's too (it stays flagged),
+    since such a sentence says on its own what it is about."""
+    if any(answers(r.text) for r in ranked[:shown]):
+        return ranked
+    best = next((r for r in ranked[shown:] if answers(r.text) and names_subject(r)), None)
+    if best is None:
+        return ranked
+    rest = [r for r in ranked if r is not best]
+    return [*rest[: shown - 1], best, *rest[shown - 1 :]]
 
 
 def lead_sentences(candidates: Sequence[tuple[str, int]], weights: SourceWeights, shown: int) -> list[RankedSentence]:

@@ -186,11 +186,18 @@ def write_report(
         # A step stated as code that names the question's tool is on its subject, whatever else it says.
         return on_subject(sentence) or (inline_command(sentence["text"], tools) and names_tool(sentence["text"], tools))
 
+    def answers_who(section: _Section) -> Callable[[dict[str, Any]], bool]:
+        # A "who should get it" part also takes what its step let up (select.answer_up): a doubtful page's
+        # sentence that says who and names the subject itself.
+        unit = asked_unit(section.title) if part_kind(section.title) == "who" else None
+        return lambda s: answerable(s) or (unit is not None and bool(s.get("doubtful"))
+                                           and unit.search(s["text"]) is not None and on_subject(s, itself=True))
+
     if part_kind(ctx.question) == "how":
         # A procedure's sections say what their facet says: a step stated as code, or a word of the facet
         # ("option", "error"); the tool's release notes or an appliance's price are no setting of it.
         sections = [s.only(_on_facet(s.title, tools)) for s in sections]
-    answer = _answer(ctx.question, aspects, [s.only(answerable) for s in sections], on_subject, zh=zh,
+    answer = _answer(ctx.question, aspects, [s.only(answers_who(s)) for s in sections], on_subject, zh=zh,
                      texts={ref.number: ref.text for ref in ctx.sources()}, tools=tools,
                      below=frozenset(s.title for s in sections if s.picked))
     # The parts the answer could only say nothing of: their sections must not point back to it.
@@ -296,10 +303,17 @@ def _answer(
 
         # A figure in the unit the part asks for answers it in any words ("within about two hours" answers
         # "how soon should treatment start"), before a figure in another unit, as in the step's ranking.
+        # "Who should get it": people told they should, in a sentence that names the subject itself (not
+        # "the vaccines recommended for adults" of a page on every vaccine).
         def in_unit(sentence: dict[str, Any]) -> bool:
-            return unit is not None and unit.search(sentence["text"]) is not None
+            if unit is None or unit.search(sentence["text"]) is None:
+                return False
+            return kind != "who" or on_subject is None or on_subject(sentence, itself=True)
 
-        fresh.sort(key=lambda s: (bool(s.get("doubtful")), off_part(s, section) and not in_unit(s),
+        # A doubtful page's sentence that says who, naming the subject itself (the step let only such a one
+        # up: select.answer_up), answers "who should get it" before sentences that do not say who.
+        fresh.sort(key=lambda s: (bool(s.get("doubtful")) and not (kind == "who" and in_unit(s)),
+                                  off_part(s, section) and not in_unit(s),
                                   -float(s.get("score") or 0) * _specific(s["text"])
                    * named(s) * (figure if _numbers([s["text"]]) or in_unit(s) else 1.0)
                    * (1.5 if in_unit(s) else 1.0)
@@ -340,10 +354,10 @@ def _answer(
         common = frozenset.intersection(*words) if len(words) > 1 else frozenset()
         for aspect, own in zip(aspects, words, strict=True):
             if aspect.title in by_title:
-                much = part_kind(aspect.title) == "much"
+                kind = part_kind(aspect.title)
                 take(aspect.title if len(aspects) > 1 else "", by_title[aspect.title], per_part,
-                     part_kind(aspect.title), own - common if much else frozenset(),
-                     asked_unit(aspect.title) if much else None)
+                     kind, own - common if kind == "much" else frozenset(),
+                     asked_unit(aspect.title) if kind in ("much", "who") else None)
         return chosen
     asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
     order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
@@ -352,7 +366,7 @@ def _answer(
         if sum(not c.get("code") for _, c in chosen) >= 2:
             break
         take("", sections[index], 2 if sections[index].title in asked else 1, kind,
-             unit=asked_unit(question) if kind == "much" else None)
+             unit=asked_unit(question) if kind in ("much", "who") else None)
         if any(c.get("code") for _, c in chosen):
             kind = ""  # one command is the answer's key fact
     if kind == "how":  # no section led to it: the first command any step's sources state
@@ -453,17 +467,20 @@ def _assign(
     The steps on the question's own parts (`first`) pick first, all their sentences; then the
     other sections take turns by rank (every section's best sentence first, then every second
     best …), so a sentence that one step ranks first and another step only used as filler goes
-    to the first.
+    to the first. A part no source answers picks last: its section shows only that, so a sentence it
+    took would be lost to the parts that show it (it keeps what no other step ranked, for the findings).
     """
     ranked = [_notes_sentences(r) for r in results]
     # A heavy step's synthesis may show more than a standard step (its notes' `shown`).
     sizes = [_shown(r, sentences_per_step) for r in results]
     assigned: list[list[dict[str, Any]]] = [[] for _ in results]
     used: list[str] = []
-    first = first or set()
+    last = {i for i, r in enumerate(results) if isinstance(r.notes, dict) and r.notes.get("unanswered")}
+    first = (first or set()) - last
     rounds = range(max((len(r) for r in ranked), default=0))
     turns = [(rank, i) for i in sorted(first) for rank in rounds]
-    turns += [(rank, i) for rank in rounds for i in range(len(ranked)) if i not in first]
+    turns += [(rank, i) for rank in rounds for i in range(len(ranked)) if i not in first | last]
+    turns += [(rank, i) for i in sorted(last) for rank in rounds]
     for rank, index in turns:
         sentences = ranked[index]
         if rank >= len(sentences) or len(assigned[index]) >= sizes[index]:
