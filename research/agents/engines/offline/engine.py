@@ -28,6 +28,7 @@ from research.agents.engines.offline.question import (
     question_facets,
 )
 from research.agents.engines.offline.read import (
+    UNIT_KINDS,
     about_subject,
     asked_unit,
     command_tools,
@@ -474,34 +475,43 @@ class OfflineEngine:
         base_prior: Callable[[str], float] = _figures_prior if figures else _figures_bonus
         if kind == "how":  # "how do I …": the sentences that state a step as code ("run restic init …")
             base_prior = procedure_prior(command_tools(ctx.question, locale))
-        unit = asked_unit(aspect.title if aspect else ctx.question) if kind in ("much", "who") else None
+        unit = asked_unit(aspect.title if aspect else ctx.question) if kind in UNIT_KINDS else None
         if unit is not None:
             # "几岁" wants an age, "how soon" a span of time: a figure in that unit over any other figure;
             # "who should get it" a sentence that names a group of people.
             figure_prior, base_prior = base_prior, lambda text: figure_prior(text) * (1.5 if unit.search(text) else 1.0)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
+        ignore = _shared_subject(ctx.question, locale, sources) - own
+
+        def rank_pool(pool: list[tuple[str, int]], limit: int) -> list[RankedSentence]:
+            return rank_sentences(
+                rank_query,
+                pool,
+                limit=limit,
+                locale=locale,
+                per_source=self.per_source,
+                focus=focus,
+                prior=prior,
+                source_weight=weights,
+                # A procedure's steps share their words ("restic init --repo /srv/restic-repo", then "restic -r
+                # /srv/restic-repo backup ~"): diversity would keep one command and drop the next.
+                diversity=0.1 if kind == "how" else 0.3,
+                floor=0.35,
+                ignore=ignore,
+            )
+
         # Rank a few more than the step shows, so the reporter can swap out sentences other steps used.
-        ranked = rank_sentences(
-            rank_query,
-            candidates,
-            limit=shown * 2 + 2,
-            locale=locale,
-            per_source=self.per_source,
-            focus=focus,
-            prior=prior,
-            source_weight=weights,
-            # A procedure's steps share their words ("restic init --repo /srv/restic-repo", then "restic -r
-            # /srv/restic-repo backup ~"): diversity would keep one command and drop the next.
-            diversity=0.1 if kind == "how" else 0.3,
-            floor=0.35,
-            ignore=_shared_subject(ctx.question, locale, sources) - own,
-        )
-        ranked = _cover_sources(ranked, weights, shown)
-        if kind == "who" and unit is not None:
-            people = unit
+        ranked = _cover_sources(rank_pool(candidates, shown * 2 + 2), weights, shown)
+        if kind in ("who", "signs") and unit is not None:
+            # The people who should, the symptoms: a sentence that says them in any words is the answer. Those
+            # are ranked on their own too: the one a page states may be its fourth, past the cap per page.
+            asked_for = unit
+            answering = [c for c in candidates if asked_for.search(c[0]) is not None]
+            extra = _cover_sources(rank_pool(answering, shown), weights, shown) if answering else []
+            ranked += [r for r in extra if all(r.text != x.text for x in ranked)]
             check = about_subject(ctx.question, locale, sources)
-            ranked = answer_up(ranked, shown, answers=lambda text: people.search(text) is not None,
-                               names_subject=lambda r: check({"text": r.text, "source": r.source}, itself=True))
+            ranked = answer_up(ranked, shown, answers=lambda text: asked_for.search(text) is not None,
+                               names_subject=lambda r: check({"text": r.text, "source": r.source}, itself=r.doubtful))
         if ranked:
             return ranked, False, len(candidates)
         # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.

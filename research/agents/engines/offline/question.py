@@ -11,7 +11,7 @@ from functools import lru_cache
 from research import scripts, textre
 from research.agents.engines.offline.parts import Aspect, _aspect_of, question_aspects
 from research.agents.rank import tokenize
-from research.agents.synonyms import is_person
+from research.agents.synonyms import is_person, symptoms_in
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, key_terms
 from research.agents.types import PlanStep
 from research.agents.words import zh_tagged
@@ -284,9 +284,13 @@ def _padded_words(text: str) -> str:
     return " " + " ".join(textre.findall(r"[\w']+", text.lower())) + " "
 
 
+UNIT_KINDS = ("much", "who", "signs")  # the kinds of part whose answer `asked_unit` can recognise
+
+
 def part_kind(text: str) -> str:
     """What a part asks for: "how" (a procedure: a command states it), "much" (a figure), "who" (a group
-    of people) or "". How it asks comes first: "how do I install …" asks for a procedure, "how much does
+    of people), "signs" (symptoms: the signs of an illness, a drug's side effects) or "". How it asks
+    comes first: "how do I install …" asks for a procedure, "how much does
     it cost to install …" (安装一台要多少钱) for a figure, though it names installing; a part that asks
     neither way and names a procedure ("which command lists the snapshots") asks for the procedure."""
     words = _padded_words(text)
@@ -296,6 +300,8 @@ def part_kind(text: str) -> str:
         return "much"
     if _asks_who(text):
         return "who"
+    if any(_says(words, p) for p in _SIGNS_EN):
+        return "signs"
     if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
         return "how"
     return ""
@@ -325,6 +331,21 @@ _PEOPLE_EN = frozenset({"people", "men", "elderly", "population", "public", "eve
 _PERSON_END_ZH = frozenset("人者员童妇孩婴儿")
 _PEOPLE_ZH = frozenset({"人群", "群体", "人们", "老人", "孩子", "家长", "父母"})
 _NOT_PEOPLE_ZH = frozenset({"机器人", "个人", "本人", "收入", "投入", "加入", "介入", "深入", "输入", "出入"})
+
+
+# The signs of an illness, a drug's side effects: a sentence that names two symptoms or more answers it
+# ("shortness of breath, nausea, and pain in the jaw"), in any words. English only: WordNet's symptoms.
+_SIGNS_EN = ("signs", "sign of", "symptom", "side effect", "side effects", "side-effect", "side-effects",
+             "adverse effect", "adverse effects", "warning sign")
+
+
+@lru_cache(maxsize=8192)
+def _lists_symptoms(text: str) -> bool:
+    """Two symptoms or more named in the sentence (one verdict per text: see _people)."""
+    return not scripts.has_han(text) and len(symptoms_in(text)) >= 2
+
+
+_SYMPTOMS = textre.compile_guarded(r"\w+", accept=lambda m: _lists_symptoms(m.string))
 
 
 def _who_ask(text: str) -> int | None:
@@ -399,10 +420,14 @@ def _figure_unit(text: str) -> textre.Pattern | None:
 
 def asked_unit(text: str) -> textre.Pattern | None:
     """The unit a part's answer is stated in, as a pattern over sentences, or None: a figure's (see
-    _UNITS), else for "who should …" people (`names_people`)."""
+    _UNITS), else for "who should …" people (`names_people`), for "the warning signs" symptoms."""
     unit = _figure_unit(text)
     ask = _who_ask(text) if unit is None else None
-    return _people(ask) if ask is not None else unit
+    if ask is not None:
+        return _people(ask)
+    if unit is None and any(_says(_padded_words(text), p) for p in _SIGNS_EN):
+        return _SYMPTOMS
+    return unit
 
 
 
@@ -444,5 +469,5 @@ def question_facets(question: str) -> list[Facet]:
     return found
 
 
-__all__ = ["FACETS", "HOW_FACETS", "Aspect", "Facet", "_aspect_of", "asked_unit", "is_small_talk", "part_kind",
-           "question_aspects", "question_facets"]
+__all__ = ["FACETS", "HOW_FACETS", "UNIT_KINDS", "Aspect", "Facet", "_aspect_of", "asked_unit", "is_small_talk",
+           "part_kind", "question_aspects", "question_facets"]

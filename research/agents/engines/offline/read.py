@@ -18,6 +18,7 @@ from typing import Any
 from research import scripts, textre
 from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import (  # noqa: F401  (what a part asks: read from here too)
+    UNIT_KINDS,
     Aspect,
     _padded_words,
     _says,
@@ -219,7 +220,7 @@ def covered(
     foreign = {ref.number for ref in sources if not scripts.same_script(ref.text[:3000], locale)}
     # A figure in the unit the part asks for answers it in any words: "within 90 minutes" answers "how soon
     # should treatment start", "4岁以前" answers "几岁以前都要用".
-    unit = asked_unit(words) if kind in ("much", "who", "") else None
+    unit = asked_unit(words) if kind in (*UNIT_KINDS, "") else None
     for r in ranked[:shown]:
         if not on_subject({"text": r.text, "source": r.source}):
             continue

@@ -190,9 +190,10 @@ def _cover_sources(ranked: list[RankedSentence], weights: dict[int, float], show
 def answer_up(ranked: list[RankedSentence], shown: int, *, answers: Callable[[str], bool],
               names_subject: Callable[[RankedSentence], bool]) -> list[RankedSentence]:
     """Where none of the first `shown` sentences answers what the part asks in its own terms (`answers`:
-    "recommended for all adults aged 50 and older" for "who should get it"), the best one further down that
-    does and names the subject itself takes the last place shown: a doubtful page's too (it stays flagged),
-    since such a sentence says on its own what it is about."""
+    "recommended for all adults aged 50 and older" for "who should get it", "shortness of breath, nausea"
+    for the warning signs), the best one further down that does and is on the subject (`names_subject`:
+    the caller asks a doubtful page's sentence to name it itself; it stays flagged) takes the last place
+    shown."""
     if any(answers(r.text) for r in ranked[:shown]):
         return ranked
     best = next((r for r in ranked[shown:] if answers(r.text) and names_subject(r)), None)
@@ -233,8 +234,8 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     A search also returns neighbouring pages (solar PV next to electric cars) whose best sentences
     can score well but answer another question. The subject is what most fetched pages share of the
     question's key terms (`_shared_subject`: "solar power" of "How cheap has solar power become");
-    where they share less than two tokens (most pages are on a neighbour), the question's first key
-    term joins it ("中国光伏装机"). A sentence is on the subject when it and its page's title together
+    where they share less than two tokens (most pages are on a neighbour), the subject model's first
+    term joins it ("heart attack", 光伏装机). A sentence is on the subject when it and its page's title together
     (`itself`: the sentence alone) hold half of the subject's tokens. With no subject at all, any key
     term will do. A page in another script cannot be compared word for word: it stays eligible.
     """
@@ -246,7 +247,10 @@ def _on_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> _Su
     foreign = {ref.number for ref in sources if not _same_script(locale, ref)}
     terms = _shared_subject(question, locale, sources)
     if len(terms) < 2:  # the fetched pages agree on little (most are on a neighbouring subject)
-        first = next((t for t in key_terms(question, locale, fallback=False) if tokenize(t)), "")
+        # The subject model's first term, not the question's first word: that is "warning" of "What are the
+        # warning signs of a heart attack", and a sentence without it was never on the subject.
+        named = [term.text for term in subject.terms if tokenize(term.text)]
+        first = named[0] if named else next((t for t in key_terms(question, locale, fallback=False) if tokenize(t)), "")
         terms |= set(tokenize(first))
     need = math.ceil(len(terms) / 2)
     if not terms:

@@ -12,6 +12,7 @@ from research.agents.engines.offline.numbers import _numbers
 from research.agents.engines.offline.question import (
     FACETS,
     HOW_FACETS,
+    UNIT_KINDS,
     Aspect,
     asked_unit,
     question_aspects,
@@ -357,7 +358,7 @@ def _answer(
                 kind = part_kind(aspect.title)
                 take(aspect.title if len(aspects) > 1 else "", by_title[aspect.title], per_part,
                      kind, own - common if kind == "much" else frozenset(),
-                     asked_unit(aspect.title) if kind in ("much", "who") else None)
+                     asked_unit(aspect.title) if kind in UNIT_KINDS else None)
         return chosen
     asked = {f.title_en for f in question_facets(question)} | {f.title_zh for f in question_facets(question)}
     order = sorted(range(len(sections)), key=lambda i: (sections[i].title not in asked, i))
@@ -366,7 +367,7 @@ def _answer(
         if sum(not c.get("code") for _, c in chosen) >= 2:
             break
         take("", sections[index], 2 if sections[index].title in asked else 1, kind,
-             unit=asked_unit(question) if kind in ("much", "who") else None)
+             unit=asked_unit(question) if kind in UNIT_KINDS else None)
         if any(c.get("code") for _, c in chosen):
             kind = ""  # one command is the answer's key fact
     if kind == "how":  # no section led to it: the first command any step's sources state

@@ -1,7 +1,9 @@
 """A part that asks "who should get it" (哪些人应该…) wants a group of people named as the ones who should
 (research.agents.engines.offline.question: the "who" kind and its people unit): not a trial's "adults aged
 60 and older", nor "researchers" who "reasoned". The step, its coverage test and the answer take such a
-sentence first. Pages and questions written for these tests; in-memory context, no model, no network."""
+sentence first. Likewise a part that asks for the warning signs or side effects wants symptoms named
+(WordNet's, two or more), not the word "symptoms". Pages and questions written for these tests; in-memory
+context, no model, no network."""
 
 from __future__ import annotations
 
@@ -135,3 +137,62 @@ def test_a_part_no_source_answers_never_takes_a_sentence_another_part_shows():
     first, second = _assign([unanswered, who], 4, first={0, 1})
     assert second == [shared]  # shown under the part it answers, not hidden under a part that says "no source"
     assert first == [only_first]  # what no other step ranked stays with it (for the key findings)
+
+
+# ---------------------------------------------------------------- the signs of an illness, a drug's side effects
+
+@pytest.mark.parametrize(("part", "kind"), [
+    ("What are the warning signs of a heart attack in women?", "signs"),
+    ("What are the side effects of statins?", "signs"),
+    ("What symptoms does long COVID cause?", "signs"),
+    ("How many people have symptoms?", "much"),  # a figure first
+])
+def test_a_part_that_asks_for_signs_is_a_signs_part(part, kind):
+    assert part_kind(part) == kind
+
+
+@pytest.mark.parametrize(("sentence", "answers"), [
+    ("Women more often describe shortness of breath, nausea, and pain in the jaw.", True),
+    ("Common side effects include headaches, dizziness and palpitations.", True),
+    ("Chest pain or pressure is still the most common symptom.", False),  # one symptom; "symptom" names none
+    ("Cardiologists advise women to treat these symptoms seriously.", False),
+    ("The jaw and the neck are supplied by the same nerves.", False),  # parts of the body are no symptoms
+])
+def test_a_sentence_answers_a_signs_part_where_it_names_two_symptoms(sentence, answers):
+    unit = asked_unit("What are the warning signs of a heart attack?")
+    assert unit is not None
+    assert (unit.search(sentence) is not None) is answers
+
+
+MI_WOMEN = FakePage(
+    "https://example.org/mi-women", "Heart attack in women: what is different",
+    "A heart attack is the leading cause of death for women, yet women often miss their own heart attack symptoms. "
+    "Heart attack symptoms in women are easy to mistake for flu, women say. "
+    "Chest pain is the most common heart attack symptom in women and in men. "
+    "Women more often describe shortness of breath, nausea and pain in the jaw during a heart attack. "
+    "Women wait longer than men before calling for help.",
+)
+
+
+def test_the_answer_to_the_warning_signs_names_the_signs():
+    # The page's sentence that names the signs shares fewer words with the part than three that say "symptoms":
+    # past the cap of three sentences a page, it was never ranked.
+    question = "What are the warning signs of a heart attack in women, and how soon should treatment start?"
+    ctx = FakeContext(question=question, pages=[MI_WOMEN])
+    engine = OfflineEngine()
+    plan = engine.plan(ctx, max_steps=3)
+    signs = next(s for s in plan.steps if part_kind(s.title) == "signs")
+    result = engine.research(ctx, signs, plan, [])
+    shown = [s["text"] for s in result.notes["sentences"][: engine.sentences_per_step]]
+    assert any("shortness of breath" in text for text in shown), shown
+
+
+def test_where_the_pages_agree_on_little_the_subject_is_the_subject_model_s_not_the_first_word():
+    # One page: the pages share nothing yet, so the subject falls back to one term. It was the question's
+    # first word, "warning", and no sentence without "warning" was on the subject.
+    from research.agents.engines.offline.read import about_subject
+    from research.agents.types import SourceRef
+
+    page = SourceRef(1, MI_WOMEN.url, MI_WOMEN.title, MI_WOMEN.text)
+    check = about_subject("What are the warning signs of a heart attack in women?", "en-US", [page])
+    assert check({"text": "Chest pain is the most common heart attack symptom in women and in men.", "source": 1})
