@@ -249,6 +249,18 @@ def _mentions(subject: Subject, page: _Page) -> tuple[int, Term | None]:
     return (_named(best, page), best) if best is not None else (0, None)
 
 
+# What a title compares its topic with is not its topic: "连续17小时不睡相当于酒驾" is about sleepless driving,
+# "… as dangerous as drunk driving" about what comes before. (Markers in English, in Chinese.)
+_COMPARISON = textre.compile(r"\bas\s+\w+\s+as\b|\b(?:equivalent|comparable|similar)\s+to\b|\bcompared\s+(?:with|to)\b"
+                             r"|\bjust\s+like\b|相当于|等同于|等于|堪比|不亚于|好比|如同", textre.I)
+
+
+def _before_comparison(title: str) -> str:
+    """The title up to what it compares its topic with (all of it where it compares nothing)."""
+    match = _COMPARISON.search(title)
+    return title[: match.start()] if match and match.start() > 0 else title
+
+
 def page_about(subject: Subject, title: str, text: str) -> Verdict:
     """Whether a page is about the subject: its specific term is in the title or the lead, or named more
     often than any other specific word, never a passing mention (see the module doc)."""
@@ -270,7 +282,8 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
     rivals = _rivals(subject, page, least=2)
     rival, rival_count = rivals[0] if rivals else ("", 0)
     in_title = any(page.in_title(c) for t in subject.terms if _named(t, page) for c in t.core)
-    rival_title = next((w for w in _rare_words(title, RIVAL, subject.vocabulary) if not _kin(subject, w)), "")
+    rival_title = next((w for w in _rare_words(_before_comparison(title), RIVAL, subject.vocabulary)
+                        if not _kin(subject, w)), "")
     if in_title and not rival_title:
         return Verdict(True, f"names {term.text} in its title")
     if rival_title and not in_title:

@@ -286,3 +286,39 @@ def test_a_page_the_subject_model_keeps_is_not_weighed_down_for_lacking_the_ques
                     "公共充电桩的平均时间利用率只有10%左右，很多运营商仍然处于亏损状态。充电桩分布不均衡。")
     weights = _source_weights("中国电动汽车充电桩的数量和利用率如何？", "zh-CN", [use])
     assert not weights.rejected and weights[1] >= 0.6
+
+
+# What a title compares its topic with is not its topic (subject._before_comparison).
+SLEEPLESS_Q = "疲劳驾驶引发的事故有多少，怎样预防？"
+SLEEPLESS_PAGE = (
+    "睡眠不足与驾驶能力：连续20小时不睡相当于酒驾",
+    "研究发现，连续20小时不睡觉后，司机的反应能力下降到酒后驾驶的水平。疲劳驾驶的司机往往意识不到自己已经很困。"
+    "专家建议每开2小时休息一次，感到疲劳时应停车小睡。一些汽车配备了疲劳监测系统。",
+)
+DRUNK_PAGE = (
+    "酒驾引发的事故有多少",
+    "酒驾是交通事故的主要原因之一。每年因酒驾造成的事故超过一万起。酒驾的司机反应变慢。查处酒驾的力度逐年加大。",
+)
+DROWSY_EN_Q = "How many crashes does drowsy driving cause?"
+DROWSY_EN_PAGE = (
+    "Staying awake for 20 hours is as dangerous as drunk driving",
+    "Drowsy driving causes thousands of crashes a year. Drowsy driving slows reaction times the way alcohol "
+    "does, and drowsy drivers often do not notice they are tired.",
+)
+DRUNK_EN_PAGE = (
+    "Drunk driving: as common as ever",
+    "Drunk driving causes about a third of road deaths. Drunk driving arrests fell in 2020. Drowsy driving is "
+    "mentioned in the same report.",
+)
+
+
+@pytest.mark.parametrize(("question", "page", "about"), [
+    (SLEEPLESS_Q, SLEEPLESS_PAGE, True),
+    (SLEEPLESS_Q, DRUNK_PAGE, False),  # the rival in the title's topic, not in its comparison
+    (DROWSY_EN_Q, DROWSY_EN_PAGE, True),
+    (DROWSY_EN_Q, DRUNK_EN_PAGE, False),
+])
+def test_what_a_title_compares_its_topic_with_is_no_rival(question, page, about):
+    locale = "zh-CN" if any("\u4e00" <= c <= "\u9fff" for c in question) else "en-US"
+    verdict = page_about(subject_of(question, locale), *page)
+    assert verdict.about is about, verdict
