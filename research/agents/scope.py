@@ -131,7 +131,10 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
             if named_as:
                 # The question's kind by another name (困倦驾驶 for 疲劳驾驶, on a page that says 疲劳 too).
                 return S.Verdict(True, f"its title names {' '.join(words)} as {before} {head}")
-            if before and before not in words and S.zipf(before, script) < _MODIFIER_RARE:
+            # (Not a word the question names elsewhere: "Attic insulation options compared: fibreglass, cellulose
+            # and foam" for spray foam insulation *in an attic* names the question's own setting.)
+            if (before and before not in words and S.zipf(before, script) < _MODIFIER_RARE
+                    and before not in _question_words(question)):
                 # Unless the page names the question's kind as often as the title's: then the title's word
                 # qualifies the same thing (长跑赛事中的心源性猝死 on a page about marathons, "zoster vaccine"
                 # on a page that says shingles throughout), not another kind of it.

@@ -322,3 +322,26 @@ def test_what_a_title_compares_its_topic_with_is_no_rival(question, page, about)
     locale = "zh-CN" if any("\u4e00" <= c <= "\u9fff" for c in question) else "en-US"
     verdict = page_about(subject_of(question, locale), *page)
     assert verdict.about is about, verdict
+
+
+# A word before the title's head that the question names elsewhere is the question's own setting, not a
+# rival kind: "attic insulation" for spray foam insulation *in an attic* (scope.scope_verdict).
+FOAM_Q = "What does spray foam insulation in a loft cost, and is it worth it?"
+OPTIONS_PAGE = (
+    "Loft insulation compared: mineral wool, sheep's wool and foam",
+    "Insulating a loft is a cheap way to cut heating bills, and there are three common loft materials: mineral "
+    "wool rolls, sheep's wool and spray foam. Mineral wool is the cheapest loft insulation. Spray foam costs "
+    "about three times as much as mineral wool, but it also seals air leaks in the loft. Sheep's wool suits "
+    "the loft of an old house.",
+)
+WOOL_PAGE = (
+    "Sheep's wool loft insulation: costs and risks",
+    "Sheep's wool is a natural loft insulation. Sheep's wool costs about twice as much as mineral wool. It "
+    "must be treated against moths. Sheep's wool handles damp well.",
+)
+
+
+def test_a_title_word_the_question_names_elsewhere_is_its_setting_not_a_rival():
+    subject = subject_of(FOAM_Q, "en-US")
+    assert page_about(subject, *OPTIONS_PAGE).about
+    assert not page_about(subject, *WOOL_PAGE).about
