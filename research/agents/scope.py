@@ -133,8 +133,12 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
                 return S.Verdict(True, f"its title names {' '.join(words)} as {before} {head}")
             # (Not a word the question names elsewhere: "Attic insulation options compared: fibreglass, cellulose
             # and foam" for spray foam insulation *in an attic* names the question's own setting.)
+            # Nor a property (心源性 of 心源性猝死: a Chinese word in 性 says what the thing is like) where the
+            # question's missing word is none: it fills another slot (马拉松比赛中的猝死 says where), so it
+            # is no other kind of the thing; 病毒性肺炎 against 细菌性肺炎 still is.
             if (before and before not in words and S.zipf(before, script) < _MODIFIER_RARE
-                    and before not in _question_words(question)):
+                    and before not in _question_words(question)
+                    and not (_property(before) and not any(_property(m) for m in missing))):
                 # Unless the page names the question's kind as often as the title's: then the title's word
                 # qualifies the same thing (长跑赛事中的心源性猝死 on a page about marathons, "zoster vaccine"
                 # on a page that says shingles throughout), not another kind of it.
@@ -193,6 +197,11 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
 
 
 _TITLE_TOKEN = textre.compile(r"[A-Za-z][A-Za-z'-]*|[^\sA-Za-z]")
+
+
+def _property(word: str) -> bool:
+    """A Chinese word of a property (心源性, 急性, 病毒性): a modifier in 性 says what a thing is like."""
+    return len(word) >= 2 and word.endswith("性") and scripts.has_han(word)
 
 
 def _named_after(title: str, head: str) -> str:

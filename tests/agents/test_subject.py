@@ -345,3 +345,25 @@ def test_a_title_word_the_question_names_elsewhere_is_its_setting_not_a_rival():
     subject = subject_of(FOAM_Q, "en-US")
     assert page_about(subject, *OPTIONS_PAGE).about
     assert not page_about(subject, *WOOL_PAGE).about
+
+
+# A property (a Chinese word in 性) before the title's head fills another slot than the question's setting:
+# no firm verdict of another kind. A property against the question's property is still another kind.
+RACE_Q = "自行车比赛中猝死的风险有多大？"
+RACE_CARDIAC_PAGE = (
+    "公路赛事中的心源性猝死：风险有多大",
+    "心源性猝死是指因心脏原因导致的突然死亡。公路赛事中的猝死事件引起关注。研究发现每10万名参赛者中约有0.3例猝死。"
+    "大部分猝死本可以通过赛前筛查避免。",
+)
+HEPATITIS_Q = "病毒性肝炎能治愈吗？"
+ALCOHOLIC_PAGE = (
+    "酒精性肝炎能治愈吗",
+    "酒精性肝炎由长期大量饮酒引起。戒酒是治疗酒精性肝炎的关键，轻度酒精性肝炎戒酒后可以恢复。肝炎患者应定期复查。",
+)
+
+
+def test_a_property_before_the_title_s_head_is_no_rival_kind_of_a_setting():
+    verdict = page_about(subject_of(RACE_Q, "zh-CN"), *RACE_CARDIAC_PAGE)
+    assert not (not verdict.about and verdict.firm), verdict  # doubtful at worst, never turned away firmly
+    other = page_about(subject_of(HEPATITIS_Q, "zh-CN"), *ALCOHOLIC_PAGE)
+    assert not other.about and other.firm, other
