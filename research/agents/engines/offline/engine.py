@@ -478,7 +478,7 @@ class OfflineEngine:
         unit = asked_unit(aspect.title if aspect else ctx.question) if kind in UNIT_KINDS else None
         if unit is not None:
             # "几岁" wants an age, "how soon" a span of time: a figure in that unit over any other figure;
-            # "who should get it" a sentence that names a group of people.
+            # "who should get it" a sentence that names people who should; "the warning signs" symptoms.
             figure_prior, base_prior = base_prior, lambda text: figure_prior(text) * (1.5 if unit.search(text) else 1.0)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         ignore = _shared_subject(ctx.question, locale, sources) - own
