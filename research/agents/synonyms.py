@@ -162,11 +162,7 @@ def is_person(word: str) -> bool:
 def is_noun(word: str) -> bool:
     """WordNet knows the word (or its singular) as a noun: "heart" and "wind" are things of their own,
     "solar" and "nuclear" are not. True where WordNet is not installed: nothing is assumed then."""
-    index = _noun_index()
-    if not index:
-        return True
-    word = word.lower()
-    return word in index or any(lemma in index for lemma in _lemmas(word).get("NOUN", ()))
+    return not _noun_index() or bool(_senses(word))
 
 
 def noun_compound(first: str, second: str) -> bool:

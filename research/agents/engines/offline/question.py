@@ -298,9 +298,9 @@ def part_kind(text: str) -> str:
         return "how"
     if any(_says(words, p) for p in _MUCH_EN) or any(w in text for w in _MUCH_ZH) or _figure_unit(text):
         return "much"
-    if _asks_who(text):
+    if _who_ask(text) is not None:
         return "who"
-    if any(_says(words, p) for p in _SIGNS_EN):
+    if _asks_signs(text):
         return "signs"
     if any(_says(words, p) for p in _HOW_EN) or any(w in text for w in _HOW_ZH):
         return "how"
@@ -357,8 +357,8 @@ def _who_ask(text: str) -> int | None:
     return None
 
 
-def _asks_who(text: str) -> bool:
-    return _who_ask(text) is not None
+def _asks_signs(text: str) -> bool:
+    return any(_says(_padded_words(text), p) for p in _SIGNS_EN)
 
 
 @lru_cache(maxsize=8192)
@@ -425,7 +425,7 @@ def asked_unit(text: str) -> textre.Pattern | None:
     ask = _who_ask(text) if unit is None else None
     if ask is not None:
         return _people(ask)
-    if unit is None and any(_says(_padded_words(text), p) for p in _SIGNS_EN):
+    if unit is None and _asks_signs(text):
         return _SYMPTOMS
     return unit
 

@@ -209,9 +209,9 @@ def covered(
 ) -> bool:
     """Whether the step's part has a supported answer: an on-subject sentence among those it shows that
     holds a word of what the part asks (`asked`: its own words and its facet's, the subject's left out;
-    any sentence when that is empty), with a figure for "how much", one naming people for "who should",
-    and for "how do I" a command in a
-    source it read. `kind=""` asks only for the sentence (is anything on the part at all?)."""
+    any sentence when that is empty), with a figure for "how much", one naming people who should for "who
+    should", and for "how do I" a command in a source it read. `kind=""` asks only for the sentence (is
+    anything on the part at all?)."""
     if kind == "how" and best_command(words, sources) is not None:
         return True
     # A page in another script than the part cannot show the part's words (an English page for 防火性能):
