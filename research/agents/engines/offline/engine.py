@@ -90,7 +90,7 @@ class OfflineEngine:
     name = "offline"
 
     def __init__(
-        self, *, fetch_per_step: int = 4, sentences_per_step: int = 5, min_sentences: int = 3, per_source: int = 3
+        self, *, fetch_per_step: int = 4, sentences_per_step: int = 9, min_sentences: int = 3, per_source: int = 3
     ) -> None:
         self.fetch_per_step = fetch_per_step  # pages fetched per step (search hits beyond are not read)
         self.sentences_per_step = sentences_per_step  # sentences shown per step
