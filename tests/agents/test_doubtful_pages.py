@@ -188,3 +188,54 @@ def test_a_part_only_a_doubtful_page_answers_is_shown_from_it_not_called_unanswe
     part = next(r for r in results if "recovery" in r.title.lower())
     assert "unanswered" not in part.notes, part.notes
     assert "six weeks" in part.report_md and "No source found" not in part.report_md
+
+
+def _facet_and_part_sources(question: str, pages: list) -> tuple[dict[str, set[int]], dict[str, int]]:
+    """The sources each step of a four-step plan quotes, by step title; and each page's source number."""
+    from research.agents.engines.offline import OfflineEngine
+    from tests.support.fake_context import FakeContext
+
+    ctx = FakeContext(question=question, pages=pages)
+    engine = OfflineEngine()
+    plan = engine.plan(ctx, max_steps=4)
+    quoted = {step.title: {s["source"] for s in engine.research(ctx, step, plan, []).notes["sentences"]}
+              for step in plan.steps}
+    return quoted, {s.url: s.number for s in ctx.sources()}
+
+
+def test_a_facet_beside_the_question_s_parts_quotes_no_doubtful_page_while_a_page_on_the_subject_speaks():
+    # A question in parts is answered by its parts; its facets (background, current state) are context, and
+    # a doubtful page (maybe the subject named another way, maybe a near miss) is no source of context
+    # while a page shown to be on the subject gives it. Its part still reads it.
+    from tests.support.fake_context import FakePage
+
+    question = "How much does a knee replacement cost in the United States, and how long does recovery take?"
+    on = FakePage("https://pages.example/on", ON[0], ON[1] + " Knee replacement surgery has been performed "
+                  "since the 1970s. Today knee replacement is done in most hospitals, and demand for knee "
+                  "replacement keeps growing as the population ages.")
+    tka = FakePage("https://pages.example/tka", "Total knee arthroplasty: history, recovery and demand",
+                   "After a total knee arthroplasty, recovery takes about six weeks before most patients walk "
+                   "without a cane. The first total knee arthroplasty was done in 1968, and demand has grown "
+                   "ever since. Today most hospitals offer it. Patients call it a knee replacement.")
+    quoted, number = _facet_and_part_sources(question, [on, tka])
+    parts = [title for title in quoted if "recovery" in title.lower() or "cost" in title.lower()]
+    facets = [title for title in quoted if title not in parts]
+    assert len(parts) == 2 and facets, quoted
+    recovery = next(title for title in parts if "recovery" in title.lower())
+    assert number[tka.url] in quoted[recovery]
+    for title in facets:
+        assert number[on.url] in quoted[title] and number[tka.url] not in quoted[title], (title, quoted)
+    # Where no page on the subject speaks, the doubtful page fills the facets in, flagged, as before.
+    quoted, number = _facet_and_part_sources(question, [tka])
+    assert any(number[tka.url] in quoted[title] for title in facets), quoted
+
+
+def test_a_question_of_one_part_still_quotes_a_doubtful_page_in_its_facets():
+    # Without parts, the facets are how the question is answered: a page that names the subject another way
+    # fills in after the pages on it, as before.
+    from tests.support.fake_context import FakePage
+
+    on = FakePage("https://pages.example/on", *ON)
+    tka = FakePage("https://pages.example/tka", *SYNONYM)
+    quoted, number = _facet_and_part_sources(Q, [on, tka])
+    assert any(number[tka.url] in sources for sources in quoted.values()), quoted

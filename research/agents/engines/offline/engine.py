@@ -512,6 +512,11 @@ class OfflineEngine:
             check = about_subject(ctx.question, locale, sources)
             ranked = answer_up(ranked, shown, answers=lambda text: asked_for.search(text) is not None,
                                names_subject=lambda r: check({"text": r.text, "source": r.source}, itself=r.doubtful))
+        if aspect is None and question_aspects(ctx.question, locale) and any(not r.doubtful for r in ranked):
+            # A question in parts is answered by its parts' steps; a facet step beside them (background,
+            # outlook) is context, which pages shown to be on the subject give: a doubtful page's sentences
+            # fill in there only where no such page speaks.
+            ranked = [r for r in ranked if not r.doubtful]
         if ranked:
             return ranked, False, len(candidates)
         # Nothing shares a word with the query (e.g. another language): lead sentences, one per source.
