@@ -278,8 +278,9 @@ def test_research_cites_only_fetched_pages_with_verbatim_sentences():
 
 
 def test_a_step_quotes_up_to_nine_sentences_and_three_of_one_page():
-    # Five a step left most of what a page on the subject states unquoted (issue 32: the fact the question
-    # asked for was often a page's fourth-best sentence); nine, three a page at most, lets three pages speak.
+    # Five a step left most of what a page on the subject states unquoted (issue 32: most facts missed on dev
+    # were in a ranked but unshown sentence of a page already cited); nine, three a page at most, lets three
+    # pages speak.
     ctx = _ctx()
     engine = OfflineEngine()
     assert (engine.sentences_per_step, engine.per_source) == (9, 3)
