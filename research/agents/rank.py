@@ -50,6 +50,9 @@ _MARKUP = textre.compile(r"https?://|www\.|[\[\]|*_`<>{}@]|\\")
 _SENTENCE_MIN_EN, _SENTENCE_MAX_EN = 40, 400
 _SENTENCE_MIN_ZH, _SENTENCE_MAX_ZH = 12, 200
 _SHORT_LINE = 50  # an unterminated line shorter than this is a heading or menu item, not wrapped prose
+# Hard-wrapped prose has lines of one width: the line after a wrap is longer by a word at most. An unterminated
+# line that the next one outruns by more is a title or heading over its paragraph, however long the title.
+_WRAP_SLACK = 24
 
 
 # ---------------------------------------------------------------- sentences
@@ -78,8 +81,10 @@ def _blocks(text: str) -> list[str]:
         if marker:
             flush()
             line = line[marker.end() :].strip()
-        elif current and len(current[-1]) < _SHORT_LINE and not _ends_sentence(current[-1]):
-            # The previous line was short and unterminated (menu item, caption): don't glue prose to it.
+        elif current and not _ends_sentence(current[-1]) and (
+                len(current[-1]) < _SHORT_LINE or len(line) > len(current[-1]) + _WRAP_SLACK):
+            # The previous line was unterminated and no wrapped prose (a menu item, a caption, a page's title
+            # over its first paragraph): don't glue prose to it.
             flush()
         current.append(line)
     flush()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+import textwrap
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from research.agents.rank import BM25, near_duplicate, rank_sentences, split_sentences, stem, tokenize
 from research.agents.text import detect_locale, key_terms
@@ -67,6 +71,41 @@ def test_split_sentences_chinese():
 def test_split_sentences_does_not_glue_menu_items_to_prose():
     text = "Home\nNews\nQuantum computers use qubits that can represent zero and one at the same time."
     assert split_sentences(text) == ["Quantum computers use qubits that can represent zero and one at the same time."]
+
+
+def test_split_sentences_does_not_glue_a_long_title_to_its_first_paragraph():
+    # A fetched page's text opens with its title line; one of 50 characters or more was taken for wrapped prose
+    # and quoted glued to the first sentence ("Why solid-state batteries are hard to make at scale A solid…").
+    title = "Why solid-state batteries are hard to make at scale"
+    first = ("A solid-state battery replaces the flammable liquid electrolyte of a lithium-ion cell with a solid "
+             "one, usually a ceramic.")
+    text = f"{title}\n{first} The idea is decades old, and laboratory cells have shown high energy density."
+    sentences = split_sentences(text)
+    assert sentences[0] == first
+    assert not any(title in sentence for sentence in sentences)
+
+
+_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
+_SENTENCE = st.lists(_WORD, min_size=8, max_size=30).map(lambda words: " ".join(words).capitalize() + ".")
+
+
+@settings(max_examples=60, deadline=None)
+@given(sentences=st.lists(_SENTENCE, min_size=1, max_size=6), width=st.integers(min_value=64, max_value=100))
+def test_hard_wrapped_prose_splits_as_unwrapped(sentences: list[str], width: int) -> None:
+    # Prose wrapped at a usual width is one paragraph: its sentences are the unwrapped text's, whole. (Lines under
+    # 50 characters are taken for menu items and headings, so narrower wraps are not promised.)
+    prose = " ".join(sentences)
+    assert split_sentences(textwrap.fill(prose, width=width)) == split_sentences(prose)
+
+
+@settings(max_examples=60, deadline=None)
+@given(title=st.lists(_WORD, min_size=2, max_size=12), paragraph=st.lists(_SENTENCE, min_size=2, max_size=5))
+def test_a_title_line_is_never_part_of_a_sentence(title: list[str], paragraph: list[str]) -> None:
+    # An unterminated line over a paragraph on one line (as fetch and trafilatura give it) is a heading.
+    heading = " ".join(title).capitalize()
+    body = " ".join(paragraph)
+    assume(len(body) > len(heading) + 24)
+    assert split_sentences(f"{heading}\n{body}") == split_sentences(body)
 
 
 def test_tokenize_english_stems_and_drops_stopwords():
