@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from research import scripts, textre
+from research.agents.bilingual import in_english
 from research.agents.engines.offline.process import process_step
 from research.agents.engines.offline.question import (
     _CANONICAL_ORDER,
@@ -449,8 +450,15 @@ class OfflineEngine:
         if not candidates:
             raise ToolError(f"no usable sentences in the {len(sources)} sources found for step '{step.title}'")
         weights = _source_weights(ctx.question, locale, sources)
-        foreign_titles = _foreign_titles(locale, sources, weights)
+        # English pages for a Chinese question: the step's words in English too, so that its facet or part
+        # ("限制": restrict, limit) picks its own sentences. Where the question has no English (no word of it
+        # in the dictionary), what the search engine's best English pages are titled stands in for it.
+        english = (in_english(" ".join(key_terms(ctx.question, locale)))
+                   if is_chinese(locale) and not all(_same_script(locale, ref) for ref in sources) else "")
+        foreign_titles = [] if english else _foreign_titles(locale, sources, weights)
         rank_query = " ".join([rank_query, *foreign_titles])
+        if english:
+            rank_query, focus = f"{rank_query} {in_english(rank_query)}", f"{focus} {in_english(focus)}"
         if step.need_search:
             # The step's own search ranked the pages for what this step asks: its first hits are the
             # pages most about it (sources are in the order they were found).
@@ -481,7 +489,9 @@ class OfflineEngine:
             # "who should get it" a sentence that names people who should; "the warning signs" symptoms.
             figure_prior, base_prior = base_prior, lambda text: figure_prior(text) * (1.5 if unit.search(text) else 1.0)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
-        ignore = _shared_subject(ctx.question, locale, sources) - own
+        # (The subject's English too, which every English page says: "solid-state battery"; not what is asked.)
+        subject_english = in_english(" ".join(t.text for t in subject_of(ctx.question, locale).terms)) * bool(english)
+        ignore = _shared_subject(ctx.question, locale, sources, also=subject_english) - own
 
         def rank_pool(pool: list[tuple[str, int]], limit: int) -> list[RankedSentence]:
             return rank_sentences(

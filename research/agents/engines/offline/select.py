@@ -35,14 +35,15 @@ def _figures_bonus(sentence: str) -> float:
     return 1.3 if _numbers([sentence]) else 1.0
 
 
-def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef]) -> set[str]:
+def _shared_subject(question: str, locale: str, sources: Sequence[SourceRef], *, also: str = "") -> set[str]:
     """Tokens of the question's key terms that most fetched pages contain: the subject, which tells
-    no sentence apart from another, unlike what the question asks about it ("limits", "cost")."""
+    no sentence apart from another, unlike what the question asks about it ("limits", "cost"). `also`: more
+    words of the question (their English, for English pages found for a Chinese question)."""
     if len(sources) < 2:
         return set()
     pages = [set(tokenize(f"{ref.title} {ref.text}")) for ref in sources]
     shared: set[str] = set()
-    for term in key_terms(question, locale):
+    for term in [*key_terms(question, locale), also]:
         for token in tokenize(term):
             if sum(token in page for page in pages) >= 0.5 * len(pages):
                 shared.add(token)
