@@ -231,6 +231,23 @@ def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int
             and _wordlike(w) and page.freq[w] < _TOPICAL and not _kin(subject, w)]
 
 
+# A Chinese noun for people ends in one of these (老年人, 驾驶员, 儿童, 孕妇).
+_PERSON_END_ZH = frozenset("人者员童妇孩婴")
+
+
+def _may_be_topic(word: str) -> bool:
+    """Whether a word a page repeats can be what the page is about, in place of the subject: not a verb
+    (接种, 安装: what is done with the thing; jieba's tag) nor people (adults, 老年人: whom it is for; WordNet's
+    noun.person, a Chinese noun with a person's ending). A page that says 接种 ten times and 流感疫苗 three
+    is about getting the flu vaccine."""
+    if scripts.has_han(word):
+        tags = zh_tagged(word)
+        if len(tags) == 1 and tags[0][1].startswith("v"):
+            return False
+        return not (len(word) >= 2 and word[-1] in _PERSON_END_ZH and tags[0][1].startswith("n"))
+    return not synonyms.is_person(word)
+
+
 def _kin(subject: Subject, word: str) -> bool:
     """A word inside a subject word or around one (充电 of 充电桩, 风电场 of 风电): the same subject, not a rival."""
     return any(word in core or core in word for t in subject.terms for core in t.core)
@@ -279,7 +296,7 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
         # The question's first term is what it is about ("restic" of "set up a restic repository and back
         # up my home folder"); a page with only a later one ("home folder" with rsync) may be on another.
         return Verdict(False, f"names {term.text} but never {main.text}", firm=False)
-    rivals = _rivals(subject, page, least=2)
+    rivals = [(w, n) for w, n in _rivals(subject, page, least=2) if _may_be_topic(w)]
     rival, rival_count = rivals[0] if rivals else ("", 0)
     in_title = any(page.in_title(c) for t in subject.terms if _named(t, page) for c in t.core)
     rival_title = next((w for w in _rare_words(_before_comparison(title), RIVAL, subject.vocabulary)

@@ -367,3 +367,30 @@ def test_a_property_before_the_title_s_head_is_no_rival_kind_of_a_setting():
     assert not (not verdict.about and verdict.firm), verdict  # doubtful at worst, never turned away firmly
     other = page_about(subject_of(HEPATITIS_Q, "zh-CN"), *ALCOHOLIC_PAGE)
     assert not other.about and other.firm, other
+
+
+# A page repeats what is done with its subject, or whom it is for, more often than the subject's name: 接种
+# (a verb) and "adults" (people) are no other topic. A noun for another thing still is (潮汐 beside 海上风电).
+FLU_Q = "流感疫苗需要每年都打吗，保护效果有多好？"
+FLU_GUIDE = ("流行性感冒疫苗预防接种技术指南解读",
+             "今年的指南建议，6月龄以上无禁忌的人都应接种。接种应在流行季前完成，最好在10月底前接种。"
+             "孕妇可在任何阶段接种，老年人和慢性病患者优先接种。流感疫苗的保护期一般为6到12个月，"
+             "所以每年都要接种。今年的流感疫苗与流行毒株匹配较好。接种后两周左右产生抗体，流感疫苗安全性良好。")
+SHINGLES_Q = "How well does the shingles vaccine work, and who should get it?"
+ADULT_SCHEDULE = ("Adult immunization schedule 2024: what changed",
+                  "The adult schedule lists the vaccines adults need at each age. Adults aged 50 and older should "
+                  "get two doses of the shingles vaccine. Adults with weakened immune systems qualify from 19. "
+                  "Most adults also need a flu shot every year, and adults over 65 a pneumococcal vaccine. "
+                  "The schedule now also covers RSV for adults aged 75 and older, and shingles protection stays "
+                  "above 80 percent for seven years.")
+TIDAL_Q = "中国海上风电的发展现状如何？"
+TIDAL = ("中国潮流能和潮汐能的发展现状",
+         "我国潮汐能资源主要分布在浙江和福建沿海。潮汐电站建设成本高，潮汐能装机规模仍然很小。"
+         "与海上风电相比，潮流能技术还处在示范阶段。")
+
+
+def test_a_verb_or_people_a_page_repeats_is_not_its_topic():
+    assert page_about(subject_of(FLU_Q, "zh-CN"), *FLU_GUIDE).about
+    assert page_about(subject_of(SHINGLES_Q, "en-US"), *ADULT_SCHEDULE).about
+    tidal = page_about(subject_of(TIDAL_Q, "zh-CN"), *TIDAL)
+    assert not tidal.about and "潮汐" in tidal.why
