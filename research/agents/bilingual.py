@@ -27,7 +27,7 @@ _MEANINGS = 3  # glosses kept per word: later ones are rarer senses ("foreground
 _SKIP = textre.compile(r"^(?:CL:|surname\b|variant of\b|old variant\b|see\b|abbr\.|also written\b|"
                        r"also pr\.|Taiwan pr\.|used in\b|erhua variant\b)", textre.I)
 _PLACEHOLDERS = frozenset({"sth", "sb", "oneself", "one's", "sth's", "sb's"})  # CC-CEDICT's "something" etc.
-_NOTE = textre.compile(r"\([^)]*\)|\[[^\]]*\]|\S*\|\S*")
+_NOTE = textre.compile(r"\([^)]*\)|\[[^\]]*\]")  # (a note), [pinyin]; a part with Chinese in it is dropped whole
 _LINE = textre.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/\s*$")
 
 
