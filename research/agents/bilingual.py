@@ -27,7 +27,6 @@ _MEANINGS = 3  # glosses kept per word: later ones are rarer senses ("foreground
 _SKIP = textre.compile(r"^(?:CL:|surname\b|variant of\b|old variant\b|see\b|abbr\.|also written\b|"
                        r"also pr\.|Taiwan pr\.|used in\b|erhua variant\b)", textre.I)
 _PLACEHOLDERS = frozenset({"sth", "sb", "oneself", "one's", "sth's", "sb's"})  # CC-CEDICT's "something" etc.
-_NOTE = textre.compile(r"\([^)]*\)|\[[^\]]*\]")  # (a note), [pinyin]; a part with Chinese in it is dropped whole
 _LINE = textre.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/\s*$")
 
 
@@ -69,7 +68,7 @@ def glosses(word: str) -> tuple[str, ...]:
         if not meaning or _SKIP.search(meaning):
             continue
         for part in meaning.split(";"):
-            text = " ".join(_NOTE.sub(" ", part).split())
+            text = " ".join(_without_notes(part).split())
             text = " ".join(w for w in text.removeprefix("to ").split() if w not in _PLACEHOLDERS)
             if text and text.isascii() and text not in out:
                 out.append(text)
@@ -104,3 +103,20 @@ def _by_parts(word: str) -> tuple[str, ...]:
                 start = end
                 break
     return tuple(out)
+
+
+def _without_notes(text: str) -> str:
+    """The text less its "(notes)" and "[pinyin]", in one pass (a pattern rescans an unclosed bracket); an
+    unclosed one drops the rest. A part with Chinese in it is dropped whole by the caller."""
+    out: list[str] = []
+    closing = ""
+    for char in text:
+        if closing:
+            if char == closing:
+                closing = ""
+                out.append(" ")
+        elif char in "([":
+            closing = ")" if char == "(" else "]"
+        else:
+            out.append(char)
+    return "".join(out)
