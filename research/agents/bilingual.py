@@ -68,8 +68,9 @@ def glosses(word: str) -> tuple[str, ...]:
         if not meaning or _SKIP.search(meaning):
             continue
         for part in meaning.split(";"):
-            text = " ".join(_without_notes(part).split())
-            text = " ".join(w for w in text.removeprefix("to ").split() if w not in _PLACEHOLDERS)
+            words = _without_notes(part).split()
+            words = words[1:] if len(words) > 1 and words[0] == "to" else words  # "to restrict": the verb
+            text = " ".join(w for w in words if w not in _PLACEHOLDERS)
             if text and text.isascii() and text not in out:
                 out.append(text)
         if len(out) >= _MEANINGS:

@@ -62,6 +62,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     compound,
     en_verb_after,
     words,
+    zh_people,
     zh_tagged,
     zipf,
 )
@@ -231,20 +232,16 @@ def _rivals(subject: Subject, page: _Page, *, least: int) -> list[tuple[str, int
             and _wordlike(w) and page.freq[w] < _TOPICAL and not _kin(subject, w)]
 
 
-# A Chinese noun for people ends in one of these (老年人, 驾驶员, 儿童, 孕妇).
-_PERSON_END_ZH = frozenset("人者员童妇孩婴")
-
-
 def _may_be_topic(word: str) -> bool:
     """Whether a word a page repeats can be what the page is about, in place of the subject: not a verb
     (接种, 安装: what is done with the thing; jieba's tag) nor people (adults, 老年人: whom it is for; WordNet's
-    noun.person, a Chinese noun with a person's ending). A page that says 接种 ten times and 流感疫苗 three
-    is about getting the flu vaccine."""
+    noun.person, `words.zh_people`). A page that says 接种 ten times and 流感疫苗 three is about getting the
+    flu vaccine."""
     if scripts.has_han(word):
         tags = zh_tagged(word)
         if len(tags) == 1 and tags[0][1].startswith("v"):
             return False
-        return not (len(word) >= 2 and word[-1] in _PERSON_END_ZH and tags[0][1].startswith("n"))
+        return not zh_people(word, tags[0][1])
     return not synonyms.is_person(word)
 
 

@@ -288,6 +288,18 @@ def zh_tagged(text: str) -> tuple[tuple[str, str], ...]:
     return tuple((w, flag) for w, flag in posseg.cut(text))
 
 
+# A Chinese noun for people ends in one of these (老年人, 患者, 驾驶员, 儿童, 孕妇, 婴儿), or is a group of them.
+_PERSON_END_ZH = frozenset("人者员童妇孩婴儿")
+_PEOPLE_ZH = frozenset({"人群", "群体", "人们", "老人", "孩子", "家长", "父母"})
+_NOT_PEOPLE_ZH = frozenset({"机器人", "个人", "本人", "收入", "投入", "加入", "介入", "深入", "输入", "出入"})
+
+
+def zh_people(word: str, flag: str) -> bool:
+    """A Chinese word, with its jieba tag, names people: a noun with a person's ending, or a group of them."""
+    return (flag.startswith("n") and (word in _PEOPLE_ZH or (len(word) >= 2 and word[-1] in _PERSON_END_ZH))
+            and word not in _NOT_PEOPLE_ZH)
+
+
 def _zh_grammar(word: str) -> bool:
     """A Chinese grammar word, not a content word (its dictionary tag: see _ZH_GRAMMAR_TAGS)."""
     if word in _ZH_MODALS:

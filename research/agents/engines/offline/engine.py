@@ -490,7 +490,8 @@ class OfflineEngine:
             figure_prior, base_prior = base_prior, lambda text: figure_prior(text) * (1.5 if unit.search(text) else 1.0)
         prior = base_prior if backing is None else (lambda text: base_prior(text) * backing(text))
         # (The subject's English too, which every English page says: "solid-state battery"; not what is asked.)
-        subject_english = in_english(" ".join(t.text for t in subject_of(ctx.question, locale).terms)) * bool(english)
+        subject_terms = " ".join(t.text for t in subject_of(ctx.question, locale).terms) if english else ""
+        subject_english = in_english(subject_terms)
         ignore = _shared_subject(ctx.question, locale, sources, also=subject_english) - own
 
         def rank_pool(pool: list[tuple[str, int]], limit: int) -> list[RankedSentence]:

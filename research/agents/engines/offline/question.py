@@ -14,7 +14,7 @@ from research.agents.rank import tokenize
 from research.agents.synonyms import is_person, symptoms_in
 from research.agents.text import STOPWORDS_EN, ZH_STOP_PHRASES, key_terms
 from research.agents.types import PlanStep
-from research.agents.words import zh_tagged
+from research.agents.words import zh_people, zh_tagged
 
 # ---------------------------------------------------------------- coordinator
 
@@ -327,10 +327,6 @@ _WHO: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern, textre.Patte
 )
 # Groups of people that WordNet files as groups, not persons ("people" is a group there).
 _PEOPLE_EN = frozenset({"people", "men", "elderly", "population", "public", "everyone", "anyone"})
-# A Chinese noun for people ends in one of these (老年人, 患者, 驾驶员, 儿童, 孕妇, 婴儿), or is a group of them.
-_PERSON_END_ZH = frozenset("人者员童妇孩婴儿")
-_PEOPLE_ZH = frozenset({"人群", "群体", "人们", "老人", "孩子", "家长", "父母"})
-_NOT_PEOPLE_ZH = frozenset({"机器人", "个人", "本人", "收入", "投入", "加入", "介入", "深入", "输入", "出入"})
 
 
 # The signs of an illness, a drug's side effects: a sentence that names two symptoms or more answers it
@@ -371,8 +367,7 @@ def names_people(text: str, ask: int) -> bool:
     if (cue_zh if scripts.has_han(text) else cue_en).search(text) is None:
         return False
     if scripts.has_han(text):
-        return any(flag.startswith("n") and (word in _PEOPLE_ZH or (len(word) >= 2 and word[-1] in _PERSON_END_ZH))
-                   and word not in _NOT_PEOPLE_ZH for word, flag in zh_tagged(text))
+        return any(zh_people(word, flag) for word, flag in zh_tagged(text))
     return any(word in _PEOPLE_EN or is_person(word) for word in textre.findall(r"[a-z]+", text.lower()))
 
 
