@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import words as S
-from research.agents.synonyms import noun_compound, same_meaning
+from research.agents.synonyms import noun_compound, other_place, places_in, same_meaning
 
 _ASPECTS_EN = frozenset(S._norm(w) for w in S.ASPECT_NOUNS_EN)
 _ASPECTS_ZH = S.ASPECT_NOUNS_ZH
@@ -81,7 +81,8 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     if not subject:
         return (), "zh" if zh else "en"
     aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
-    out = [w for w, _ in _content_words(subject) if w not in aspects and not _place(w, zh)]
+    places = set() if zh else {S._norm(w.lower()) for w in textre.findall(r"[A-Z][A-Za-z]+", subject) if places_in(w)}
+    out = [w for w, _ in _content_words(subject) if w not in aspects and not _place(w, zh) and w not in places]
     return tuple(dict.fromkeys(out)), "zh" if zh else "en"
 
 
@@ -118,6 +119,12 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         asked, named = _places(question), _places(title)
         if asked and named and not (asked & named):
             return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
+    elif other_place(places_in(question), places_in(title)):
+        # "Austria's KlimaTicket" for a question on Germany's ticket; Bavaria or Europe would be no other.
+        return S.Verdict(False, "its title is about another place than the question's")
+    numbered = _other_number(question, locale, title)
+    if numbered:
+        return S.Verdict(False, f"its title is about {numbered}")
     if not words:
         return None
     page = S._page(title, text)
@@ -185,6 +192,11 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
             # Not once on the whole page, in no form ("insulates" is a form of insulation): the kind is said
             # of another thing (a solid-state *drive*, roof shingles, 飞行员疲劳): evidence, not the want of it.
             return S.Verdict(False, f"its title names {said} and the page never names {head}")
+        if script == "en" and len(modifiers) > 1 and _ends_phrase(title, modifiers):
+            # Every word of the subject but its class noun, and nothing after them in the phrase: "Spray
+            # polyurethane foam (SPF): a guide" is spray foam, which the page says insulates. ("Spray foam
+            # roofing" puts another noun in the class's place: the soft verdict below.)
+            return S.Verdict(True, f"its title names {' '.join(modifiers)} and the page says {head} in some form")
         # Soft: "knee arthroplasty" for knee replacement names the thing otherwise as often as "green
         # ammonia" names another thing; both say the thing itself somewhere.
         return S.Verdict(False, f"its title names {said} but not {head}", firm=False)
@@ -219,6 +231,59 @@ def _named_after(title: str, head: str) -> str:
         if noun_compound(token, tokens[i + 1]):
             return f"{token} {tokens[i + 1]}".removesuffix("s")  # car battery chargers
     return ""
+
+
+# A name with a number in it: "49-euro ticket", "GLP-1", "type 2 diabetes", "Windows 11".
+_NUMBERED = textre.compile(r"(?:^|[^\w.])(\d+(?:\.\d+)?)-?([A-Za-z]{2,})"
+                           r"|([A-Za-z]{2,})[- ](\d+(?:\.\d+)?)(?:$|[^\w.-])")
+
+
+def _numbers(text: str) -> dict[str, set[str]]:
+    """The words of a text named with a number, each with its numbers ("euro" → {"49"})."""
+    out: dict[str, set[str]] = {}
+    for before, word, named, after in _NUMBERED.findall(text):
+        out.setdefault(S._norm((word or named).lower()), set()).add(before or after)
+    return out
+
+
+@lru_cache(maxsize=512)
+def _subject_numbers(question: str, locale: str) -> dict[str, set[str]]:
+    from research.agents.engines.offline import parts
+
+    text = " ".join(question.split()).strip().rstrip("?？!！.。")
+    subject = (parts._zh_parts(text) if scripts.has_han(text) else parts._en_parts(text))[1]
+    return _numbers(subject)
+
+
+def _other_number(question: str, locale: str, title: str) -> str:
+    """The title's name where it gives the subject's numbered word another number and never the question's:
+    "The 9-euro ticket" for Germany's 49-euro ticket, "Type 1 diabetes" for type 2 ('' where none)."""
+    asked = _subject_numbers(question, locale)
+    if not asked:
+        return ""
+    for word, numbers in _numbers(title).items():
+        if word in asked and not numbers & asked[word]:
+            return f"{'/'.join(sorted(numbers))} {word}, not {'/'.join(sorted(asked[word]))} {word}"
+    return ""
+
+
+def _ends_phrase(title: str, modifiers: tuple[str, ...]) -> bool:
+    """Whether the title names the modifiers in order within one phrase (a word or two may stand between:
+    "spray polyurethane foam") and the phrase ends there, with punctuation or the title's end, so no other
+    noun takes the place of the question's class noun (an attribute may follow: "what spray foam costs")."""
+    tokens = [S._norm(t.lower()) if t[0].isalpha() else t
+              for raw in _TITLE_TOKEN.findall(title) for t in raw.strip("-").split("-") if t]
+    for start, token in enumerate(tokens):
+        if token != modifiers[0]:
+            continue
+        i, found = start, 1
+        while found < len(modifiers) and i + 1 < len(tokens) and tokens[i + 1][0].isalpha() and i - start < 3:
+            i += 1
+            found += tokens[i] == modifiers[found]
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if found == len(modifiers) and (not after[:1].isalpha() or is_aspect(after)):
+            return True
+    return False
 
 
 def _kinds_before(title: str, seq: list[str], head: str, script: str, words: tuple[str, ...]) -> list[str]:

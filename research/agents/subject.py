@@ -61,6 +61,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _zh_grammar,
     compound,
     en_verb_after,
+    en_verb_only,
     words,
     zh_people,
     zh_tagged,
@@ -147,7 +148,9 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             general.extend(n for n in normed if _wordlike(n))
         run.clear()
 
+    last_word = ""  # the word before, for `en_verb_only`
     for word, lang in _clause_words(question):
+        last_word, previous = word, last_word
         if not word:
             close()  # a clause or list item ends ("排放，碳价" is two things, not one term 排放碳价)
             continue
@@ -172,6 +175,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             close()
             if len(terms) == found and len(before) >= 2:
                 terms.append(_compound_term(before))
+            general.append(_norm(word))
+            continue
+        if lang == "en" and en_verb_only(word, previous):
+            close()  # "install ripgrep": the verb is what is done with the subject, no word of it
             general.append(_norm(word))
             continue
         run.append((word, lang))

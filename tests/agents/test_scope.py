@@ -138,3 +138,30 @@ def test_a_kind_named_by_a_chinese_synonym_is_the_question_s_kind():
     high = "高空作业的安全事故怎样预防？"
     space = ("太空作业的安全", "宇航员在太空作业时要系好安全绳。舱外活动每次不超过八小时。")
     assert not page_about(subject_of(high, "zh-CN"), *space).about
+
+
+# A subject of two modifiers and a class noun ("spray foam insulation"), and titles that name both modifiers.
+FOAM_Q = "What are the risks of closed cell foam insulation in a basement?"
+FOAM_BODY = ("It insulates and seals air gaps in one pass. The main risk is the fumes while it cures, so the house "
+             "is left empty for two days.")
+
+
+@pytest.mark.parametrize("title", [
+    "Closed cell foam (CCF): a homeowner's guide",
+    "Closed-cell polyurethane foam, explained",
+    "What closed cell foam costs",
+])
+def test_a_title_naming_every_modifier_and_ending_there_is_about_the_thing(title: str):
+    # The class noun left out of the title ("insulation") is said on the page as "insulates".
+    verdict = scope_verdict(FOAM_Q, "en-US", title, FOAM_BODY)
+    assert verdict is not None and verdict.about, verdict
+
+
+@pytest.mark.parametrize("title", [
+    "Closed cell foam roofing on flat roofs",      # another noun in the class noun's place
+    "Closed cell foam packaging for shipping",
+    "Closed cell sponges and their uses",          # one modifier only
+])
+def test_a_title_with_another_noun_after_the_modifiers_stays_doubtful(title: str):
+    verdict = scope_verdict(FOAM_Q, "en-US", title, FOAM_BODY)
+    assert verdict is None or not verdict.about, verdict

@@ -106,9 +106,10 @@ def test_rewriting_puts_the_question_word_in_for_whole_other_names_only(text):
     assert rewrite(text, ()) == text
 
 
-def test_a_page_using_the_head_in_a_derived_form_is_not_turned_away_firmly():
-    # "never names insulation" was firm evidence of another thing (spray foam *roofing*); a guide that says
-    # "insulates" speaks of insulation, so it is left to the softer rules, while a roofing page stays out.
+def test_a_page_using_the_head_in_a_derived_form_is_not_turned_away():
+    # "never names insulation" was firm evidence of another thing (spray foam *roofing*); a guide whose title
+    # names "spray … foam" and ends there, and which says "insulates", is about spray foam insulation
+    # (tests/agents/test_scope.py), while a roofing page stays out.
     subject = subject_of("What does spray foam insulation cost in an attic?", "en-US")
     guide = ("Spray polyurethane foam: a homeowner's guide",
              "Closed-cell foam insulates at about R-6.5 per inch and seals air leaks in one pass. Open-cell "
@@ -116,7 +117,7 @@ def test_a_page_using_the_head_in_a_derived_form_is_not_turned_away_firmly():
     roofing = ("Spray foam roofing on commercial flat roofs",
                "Spray foam roofing is sprayed over an existing flat roof and coated against sunlight. A "
                "foam roof lasts 20 to 30 years when it is recoated.")
-    assert page_about(subject, *guide).firm is False
+    assert page_about(subject, *guide).about
     verdict = page_about(subject, *roofing)
     assert not verdict.about and verdict.firm
 

@@ -31,8 +31,11 @@ from research.agents.words import (
     _lemmas,
     aspect_kin,
     en_base_verb,
+    en_classes,
     en_participle_after,
     en_verb_after,
+    en_verb_only,
+    zipf,
 )
 
 
@@ -65,8 +68,9 @@ _PRONOUNS = frozenset(("it", "they", "them"))
 _ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
 _DETERMINERS = frozenset("the a an its their this these those my your our his her".split())
 _POSSESSIVES = frozenset(("its", "their"))
+_PLURALS = frozenset("people children men women data media criteria mice geese teeth feet".split())
 _PARTICLES = frozenset("up down out off in on over back away".split())  # of a phrasal verb: "back up", "set up"
-_TOKEN = textre.compile(r"\d[\d,.]*\d|[^\s,;?!]+|[,;?!]")
+_TOKEN = textre.compile(r"\d[\d,.]*\d(?:-[^\s,;?!]+)?|[^\s,;?!]+|[,;?!]")  # "2,000", "49-euro"
 _PUNCT = frozenset(",;?!")
 
 
@@ -186,10 +190,14 @@ def _aux_at(tokens: list[str]) -> int:
 
 def _noun_phrase(tokens: list[str], start: int) -> tuple[list[str], int]:
     """The run of topic words from `start` (after determiners), and where it ends."""
-    while start < len(tokens) and _is_stop(tokens[start]):
+    def verb(k: int) -> bool:
+        return en_verb_only(tokens[k], tokens[k - 1] if k else "")
+
+    while start < len(tokens) and (_is_stop(tokens[start]) or verb(start)):
         start += 1
     end = start
-    while end < len(tokens) and not _is_stop(tokens[end]):
+    # A word used only as a verb ends the phrase: "people bought Germany's ticket" is two phrases.
+    while end < len(tokens) and not _is_stop(tokens[end]) and not verb(end):
         end += 1
     return tokens[start:end], end
 
@@ -268,15 +276,20 @@ def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str
     if not subject:
         return tokens
     possessive = recent + ("'" if recent.endswith("s") else "'s")
+    # "they", "them", "their" stand for a plural only: in "did the ticket get them out of their cars" they
+    # are the people who bought it, not the ticket.
+    last = recent.split()[-1].lower() if recent.split() else ""
+    plural = (last.endswith("s") and not last.endswith("ss")) or last in _PLURALS
     out: list[str] = []
     for k, tok in enumerate(tokens):
         low = tok.lower()
         # "one" ends a clause as a pronoun ("until what age should a child use one": a child seat), and
         # after "which" ("which one is cheapest").
         before = tokens[k - 1].lower() if k else ""
-        pronoun = low in _PRONOUNS or (low == "one" and (before == "which" or (
-            k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"})))
-        out.append(recent if pronoun else possessive if low in _POSSESSIVES else tok)
+        pronoun = (low == "it" or (low in _PRONOUNS and plural) or (low == "one" and (before == "which" or (
+            k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"}))))
+        owner = low == "its" or (low in _POSSESSIVES and plural)
+        out.append(recent if pronoun else possessive if owner else tok)
     if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:
         # "and who leads?" → "who leads for X"; a clause ending with its preposition takes "with X"
         # ("what should I watch for" → "what should I watch for with X", never "for for X").
@@ -355,26 +368,70 @@ def _en_list(tokens: list[str]) -> list[list[str]] | None:
     return None
 
 
+# The sides of a topic set before a colon: "Artificial turf vs natural grass".
+_SIDES = textre.compile(r"\s+(?:vs\.?|versus)\s+", textre.I)
+_COMMON_ZIPF = 3.0  # a dictionary word this common is no name: "Artificial" of "Artificial turf"
+
+
+def _as_inner(phrase: str) -> str:
+    """A phrase moved inside a sentence: its first word lower-cased where it is a common word ("Artificial
+    turf" → "artificial turf"), not a name ("Lyme disease", "HIIT")."""
+    first, _, rest = phrase.partition(" ")
+    common = first[1:].islower() and bool(en_classes(first)) and zipf(first.lower(), "en") >= _COMMON_ZIPF
+    return f"{first.lower() if common else first}{' ' if rest else ''}{rest}"
+
+
+def _topic_first(text: str) -> tuple[list[list[str]], str, bool] | None:
+    """A question led by its topic and a colon ("Artificial turf vs natural grass: which causes fewer
+    injuries, and which is cheaper?", "Lyme disease: how common is it, and how is it treated?"): the clauses
+    after the colon, each naming the topic (both sides of a comparison after a colon of its own: "which
+    causes fewer injuries: artificial turf or natural grass"; a single topic for the pronouns that stand for
+    it), the topic's first side (the subject), and whether it compares two. None where the text is no such
+    question, or where a single topic stands for nothing after it ("Quick question: how much does a heat
+    pump cost")."""
+    topic, colon, rest = text.partition(":")
+    topic, rest = topic.strip(), rest.strip()
+    if not colon or not rest or not 1 <= len(topic.split()) <= 8:
+        return None
+    if _opens_question(_TOKEN.findall(topic)) or not _opens_question(_TOKEN.findall(rest)):
+        return None
+    clauses = _en_clauses(rest)
+    sides = [_as_inner(side.strip()) for side in _SIDES.split(topic) if side.strip()]
+    if len(sides) == 2:
+        return [[*c[:-1], f"{c[-1]}:", sides[0], "or", sides[1]] for c in clauses if c], sides[0], True
+    topic = _as_inner(topic)
+    if not any(t.lower() in _PRONOUNS | _POSSESSIVES for c in clauses for t in c):
+        return None
+    terms = {t.lower() for t in key_terms(topic, "en-US", fallback=False)}
+    return [_carry(c, topic, terms, topic) for c in clauses], topic, False
+
+
 def _en_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     """(part, the words that tell it apart) for each part, and the subject."""
-    clauses = _en_clauses(text)
-    if not clauses:
-        return [], ""
-    subject = _en_subject(clauses[0])
-    subject_terms = {t.lower() for t in key_terms(subject, "en-US", fallback=False)}
-    whole: list[list[str]] = [clauses[0]]
-    recent = subject
-    for clause in clauses[1:]:
-        whole.append(_carry(clause, subject, subject_terms, recent))
-        own = _en_subject(clause)
-        if own and not {w.lower() for w in own.split()} & (_PRONOUNS | _POSSESSIVES):
-            recent = own  # "How do heat pumps work, and what do they cost?": "they" are the heat pumps
+    led = _topic_first(text)
+    compared = False
+    if led is not None:
+        whole, subject, compared = led
+        subject_terms = {t.lower() for t in key_terms(subject, "en-US", fallback=False)}
+    else:
+        clauses = _en_clauses(text)
+        if not clauses:
+            return [], ""
+        subject = _en_subject(clauses[0])
+        subject_terms = {t.lower() for t in key_terms(subject, "en-US", fallback=False)}
+        whole = [clauses[0]]
+        recent = subject
+        for clause in clauses[1:]:
+            whole.append(_carry(clause, subject, subject_terms, recent))
+            own = _en_subject(clause)
+            if own and not {w.lower() for w in own.split()} & (_PRONOUNS | _POSSESSIVES):
+                recent = own  # "How do heat pumps work, and what do they cost?": "they" are the heat pumps
     parts: list[tuple[str, str]] = []
     for clause in whole:
         queue = [clause]
         while queue and len(parts) < MAX_PARTS:
             current = queue.pop(0)
-            split = _en_list(current)
+            split = None if compared else _en_list(current)  # "…: artificial turf or natural grass" is one
             if split and len(split) > 1:
                 queue = split + queue
                 continue
