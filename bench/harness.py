@@ -343,15 +343,24 @@ class Stack:
         })
         return int(job.pk)
 
-    def wait_jobs(self, job_ids: list[int], *, statuses: Iterable[str] = TERMINAL, timeout: float = 600) -> None:
+    def wait_jobs(self, job_ids: list[int], *, statuses: Iterable[str] = TERMINAL, timeout: float = 600,
+                  stall: float | None = None) -> None:
+        """Wait until every job has one of `statuses`, at most `timeout` seconds; with `stall`, a job that
+        finishes grants that many seconds more from then, so a long run on a slow machine fails only when
+        nothing has finished for `stall` seconds."""
         from research.jobs.models import ResearchJob
 
         wanted = set(statuses)
         deadline = time.monotonic() + timeout
+        finished = 0
         while True:
             rows = dict(ResearchJob.objects.filter(pk__in=job_ids).values_list("pk", "status"))
             if all(rows.get(pk) in wanted for pk in job_ids):
                 return
+            now_finished = sum(rows.get(pk) in wanted for pk in job_ids)
+            if stall is not None and now_finished > finished:
+                deadline = max(deadline, time.monotonic() + stall)
+            finished = now_finished
             if time.monotonic() > deadline:
                 stuck = {pk: s for pk, s in rows.items() if s not in wanted}
                 tails = "\n".join(w.tail(30) for w in self.workers)

@@ -184,8 +184,9 @@ def run_eval(
                 job = services.job_create(user=stack.user(), question=q["question"], options=options)
                 jobs[(row["name"], q["id"])] = int(job.pk)
         # All jobs are queued at once and one worker drains them: the wait grows with their number (the
-        # four rows of `--split final`, 304 jobs, ran past a fixed 30 minutes on a 2-core machine).
-        stack.wait_jobs(list(jobs.values()), timeout=max(1800, 12 * len(jobs)))
+        # four rows of `--split final`, 304 jobs, ran past a fixed 30 minutes on a 2-core machine), and a job
+        # that finishes extends it (184 offline jobs once dev grew to 44 questions ran past 12 s a job).
+        stack.wait_jobs(list(jobs.values()), timeout=max(1800, 12 * len(jobs)), stall=900)
         per_question: dict[str, dict[str, Any]] = {}
         reports: dict[str, str] = {}
         for (name, qid), job_id in jobs.items():
