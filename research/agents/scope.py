@@ -71,13 +71,19 @@ def _zh_time_word(word: str) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
-    """The subject compound's words (modifiers…, head) without attribute nouns, and its script."""
+def _subject_text(question: str) -> str:
+    """The question's subject as the parts analysis finds it, as written ("Germany's 49-euro ticket")."""
     from research.agents.engines.offline import parts  # the one place that finds a question's subject
 
     text = " ".join(question.split()).strip().rstrip("?？!！.。")
-    zh = scripts.has_han(text)
-    subject = (parts._zh_parts(text) if zh else parts._en_parts(text))[1]
+    return (parts._zh_parts(text) if scripts.has_han(text) else parts._en_parts(text))[1]
+
+
+@lru_cache(maxsize=512)
+def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
+    """The subject compound's words (modifiers…, head) without attribute nouns, and its script."""
+    zh = scripts.has_han(question)
+    subject = _subject_text(question)
     if not subject:
         return (), "zh" if zh else "en"
     aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
@@ -246,19 +252,10 @@ def _numbers(text: str) -> dict[str, set[str]]:
     return out
 
 
-@lru_cache(maxsize=512)
-def _subject_numbers(question: str, locale: str) -> dict[str, set[str]]:
-    from research.agents.engines.offline import parts
-
-    text = " ".join(question.split()).strip().rstrip("?？!！.。")
-    subject = (parts._zh_parts(text) if scripts.has_han(text) else parts._en_parts(text))[1]
-    return _numbers(subject)
-
-
 def _other_number(question: str, locale: str, title: str) -> str:
     """The title's name where it gives the subject's numbered word another number and never the question's:
     "The 9-euro ticket" for Germany's 49-euro ticket, "Type 1 diabetes" for type 2 ('' where none)."""
-    asked = _subject_numbers(question, locale)
+    asked = _numbers(_subject_text(question))
     if not asked:
         return ""
     for word, numbers in _numbers(title).items():

@@ -174,6 +174,7 @@ def _place(name: str) -> int | None:
     return senses[0] if any(lemma.lower() == name.lower() and lemma[:1].isupper() for lemma in lemmas) else None
 
 
+@lru_cache(maxsize=4096)
 def places_in(text: str) -> frozenset[int]:
     """The places an English text names by capitalised proper names, one or two words ("Germany's",
     "United States", "Britain"), as WordNet meanings. Empty where WordNet is not installed."""
