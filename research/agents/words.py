@@ -228,10 +228,20 @@ def _compounds(segmented: list[str]) -> list[str]:
     loose: list[str] = []
     prefix = ""  # a rare character with no word before it starts the next word (钠 + 离子, 锂 + 电池)
 
-    def flush() -> str:
-        """Place the characters gathered so far; returns one that must start the next word."""
+    def flush(following: str = "") -> str:
+        """Place the characters gathered so far; returns one that must start the next word. The last of
+        them is said of the words before when a grammar word follows (取暖费 + 差 + 多少, 房价 + 涨 + 了):
+        it stays a character of its own."""
+        said = loose.pop() if loose and following and _said_before(loose[-1], following) else ""
         held, rare = list(loose), len(loose) == 1 and zipf(loose[0], "zh") < _RARE_CHAR
         loose.clear()
+        placed = flush_held(held, rare)
+        if said:
+            out.extend([placed, said] if placed else [said])
+            return ""
+        return placed
+
+    def flush_held(held: list[str], rare: bool) -> str:
         if len(held) >= 2:
             out.append("".join(held))  # 光伏, 风电
         elif rare and out and len(out[-1]) >= 2 and _takes_character(out[-1]):
@@ -246,13 +256,27 @@ def _compounds(segmented: list[str]) -> list[str]:
         if len(w) == 1 and scripts.has_han(w) and zipf(w, "zh") < _JOINS:
             loose.append(w)
             continue
-        prefix = flush()
+        prefix = flush(w)
         # Never onto a grammar word: 赔 + 多少 is "pay how much", not a word 赔多少 (nor 赔吗).
         out.extend(([prefix] if prefix else []) + [w] if prefix and _zh_grammar(w) else [prefix + w])
     prefix = flush()
     if prefix:
         out.append(prefix)
     return out
+
+
+# What follows a predicate: aspect particles (了, 过, 着), modal particles (吗) and "how much" (多少, 几).
+_ZH_AFTER_PREDICATE = frozenset("ul ug uz y m".split())
+
+
+def _said_before(char: str, following: str) -> bool:
+    """A loose character is a predicate, not the end of a word: an adjective before 多少 / 吗 / 了 (差, 贵, 少),
+    or a verb before an aspect particle (涨了). 光伏 + 的 keeps its 伏."""
+    tags = [flag for _, flag in zh_tagged(following)]
+    if not tags or tags[0] not in _ZH_AFTER_PREDICATE:
+        return False
+    flag = zh_tagged(char)[0][1]
+    return flag == "a" or (flag == "v" and tags[0] in ("ul", "ug", "uz"))
 
 
 def _takes_character(word: str) -> bool:
@@ -322,6 +346,46 @@ def zh_people(word: str, flag: str) -> bool:
     """A Chinese word, with its jieba tag, names people: a noun with a person's ending, or a group of them."""
     return (flag.startswith("n") and (word in _PEOPLE_ZH or (len(word) >= 2 and word[-1] in _PERSON_END_ZH))
             and word not in _NOT_PEOPLE_ZH)
+
+
+# What a Chinese question says of a thing, never part of its name: adjectives and adverbs (一般, 少, 好) and
+# modal particles (吗). jieba's tags.
+_ZH_SAID = frozenset("a ad d".split())
+# The "how" and "why" of a question: the verb after one is what is asked about the subject (怎么查看电池损耗),
+# not a word of its name. A closed class, unlike 哪些 (which), after which a noun follows.
+_ZH_HOW = frozenset("怎么 怎样 如何 为什么 为何".split())
+# "和单种水稻相比": the verb of a comparison frame says how the thing before it is used, not what it is.
+_ZH_COMPARE = frozenset("相比 相较 比较 对比 相比较".split())
+
+
+def zh_unglued(word: str) -> list[str]:
+    """A Chinese word the segmenter glued to what is said of it, as its pieces: 尼古丁少 → 尼古丁 + 少,
+    多好 → 多 + 好 (the tagger's pieces, where the last is an adjective or adverb and the first is not)."""
+    tags = zh_tagged(word) if scripts.has_han(word) else ()
+    if len(tags) >= 2 and tags[-1][1] in _ZH_SAID and tags[0][1] not in _ZH_SAID:
+        return ["".join(w for w, _ in tags[:-1]), tags[-1][0]]
+    return [word]
+
+
+def zh_said_of(word: str, *, after_noun: bool) -> bool:
+    """A Chinese word that says something of the words before it instead of naming: one ending in a modal
+    particle (有用吗: jieba's dictionary keeps it whole), or, after a noun, a common adjective or adverb
+    (杀菌 + 一般: "usually") or the verb of a comparison (单种水稻 + 相比). A rare adjective opening a term
+    names a kind (疲劳驾驶) and stays."""
+    if not scripts.has_han(word) or _zh_grammar(word):
+        return False
+    if after_noun and word in _ZH_COMPARE:
+        return True
+    tags = zh_tagged(word)
+    if len(word) >= 2 and [flag for _, flag in zh_tagged(word[-1])] == ["y"] and tags[-1][1] != "y":
+        return True
+    return after_noun and len(tags) == 1 and tags[0][1] in _ZH_SAID and zipf(word, "zh") >= SPECIFIC
+
+
+def zh_asked_verb(word: str, previous: str) -> bool:
+    """A verb right after 怎么, 如何 … : the action the question asks about (查看 of 怎么查看电池损耗)."""
+    tags = zh_tagged(word) if previous in _ZH_HOW else ()
+    return len(tags) == 1 and tags[0][1] == "v"
 
 
 def _zh_grammar(word: str) -> bool:

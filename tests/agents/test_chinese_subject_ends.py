@@ -86,3 +86,61 @@ def test_a_part_s_own_words_are_content_words_not_grammar(question: str, grammar
     assert aspects
     for aspect in aspects:
         assert aspect.words and not set(aspect.words) & grammar, aspect
+
+
+# ------------------------------------------------- what is said or asked of the subject is none of its name
+
+@pytest.mark.parametrize(("question", "term", "said"), [
+    ("空气炸锅有用吗，做菜省油吗？", "空气炸锅", "有用吗"),  # a modal particle: jieba keeps 有用吗 whole
+    ("电子烟的尼古丁少了多少？", "尼古丁", "尼古丁少"),  # the segmenter glued 少 on
+    ("电动牙刷的刷毛一般多久换一次？", "刷毛", "刷毛一般"),  # an adverb after a noun
+    ("奥司他韦的疗效有多好？", None, "多好"),  # 多 + 好
+    ("Linux怎么查看显卡温度，用什么命令？", "显卡温度", "查看显卡温度"),  # the verb after 怎么 is asked
+    ("如何清洗空气净化器滤网？", "空气净化器滤网", "清洗空气净化器滤网"),
+    ("空气源热泵和燃气壁挂炉相比，冬天取暖费差多少？", "燃气壁挂炉", "燃气壁挂炉相比"),  # a comparison's verb
+    ("空气源热泵和燃气壁挂炉相比，冬天取暖费差多少？", "空气源热泵", "费差"),  # a loose 差 before 多少
+])
+def test_what_is_said_or_asked_of_the_subject_is_no_part_of_its_name(question: str, term: str | None,
+                                                                     said: str) -> None:
+    terms = _terms(question)
+    assert said not in terms
+    assert not any(said in t for t in terms)
+    if term is not None:
+        assert term in terms
+
+
+@pytest.mark.parametrize(("question", "term"), [
+    ("疲劳驾驶引发的事故有多少？", "疲劳驾驶"),  # a rare adjective opening a term names a kind
+    ("儿童安全座椅能降低多少伤亡？", "儿童安全座椅"),  # 安全 (an) inside a name
+    ("为什么锂电池会鼓包？", "锂电池"),  # 为什么 + a noun: nothing to drop
+])
+def test_names_with_adjectives_in_them_stay_whole(question: str, term: str) -> None:
+    assert term in _terms(question)
+
+
+_SAID = ["有用吗", "一般", "多好", "少了"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(_NOUNS), st.sampled_from(_SAID))
+def test_no_term_ends_in_what_is_said_of_it(noun: str, said: str) -> None:
+    for term in _terms(f"{noun}{said}？"):
+        assert not term.endswith(said) and not term.endswith(said[:-1] or said), (term, noun, said)
+
+
+@pytest.mark.parametrize(("text", "word", "char"), [
+    ("冬天取暖费差多少", "费差", "差"),  # an adjective before 多少
+    ("房价涨了多少", "房价涨", "涨"),  # a verb before an aspect particle
+])
+def test_a_loose_character_said_of_the_word_before_stays_apart(text: str, word: str, char: str) -> None:
+    from research.agents.words import _raw_words
+
+    words = [w for w, _ in _raw_words(text)]
+    assert word not in words and char in words
+
+
+@pytest.mark.parametrize(("text", "word"), [("中国光伏的价格", "光伏"), ("充电桩的数量", "充电桩")])
+def test_a_loose_character_before_de_still_ends_its_word(text: str, word: str) -> None:
+    from research.agents.words import _raw_words
+
+    assert word in [w for w, _ in _raw_words(text)]

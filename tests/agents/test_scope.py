@@ -165,3 +165,58 @@ def test_a_title_naming_every_modifier_and_ending_there_is_about_the_thing(title
 def test_a_title_with_another_noun_after_the_modifiers_stays_doubtful(title: str):
     verdict = scope_verdict(FOAM_Q, "en-US", title, FOAM_BODY)
     assert verdict is None or not verdict.about, verdict
+
+
+# ------------------------------------------------------------------ the subject in animals (WordNet noun.animal)
+
+_BODY = ("Cases are counted every year. About 5 percent test positive, and treatment takes three to four "
+         "weeks of doxycycline. Vaccines are available in some countries.")
+
+
+@pytest.mark.parametrize("title", [
+    "Chagas disease in dogs: how many test positive each year",
+    "Interval training for racehorses: speed and stamina",
+    "Melatonin among dairy cattle: what the trials found",
+])
+def test_a_title_on_the_subject_in_animals_is_turned_away_for_a_question_on_people(title: str):
+    question = "How many Americans get Chagas disease, and does interval training or melatonin help?"
+    verdict = scope_verdict(question, "en-US", title, _BODY)
+    assert verdict is not None and not verdict.about and verdict.firm, verdict
+
+
+@pytest.mark.parametrize("title", [
+    "Chagas disease in the United States: how many test positive each year",
+    "Chagas disease for pet owners: what to watch for",  # the phrase goes on past "pet": owners are people
+    "Chagas disease in children: treatment",
+])
+def test_a_title_on_people_or_places_is_not_turned_away_as_animals(title: str):
+    question = "How many Americans get Chagas disease, and how is it treated?"
+    verdict = scope_verdict(question, "en-US", title, _BODY)
+    assert verdict is None or "the subject in" not in verdict.why, verdict
+
+
+def test_a_question_that_names_an_animal_keeps_pages_on_animals():
+    question = "How many dogs get Chagas disease in Texas?"
+    verdict = scope_verdict(question, "en-US", "Chagas disease in dogs: a Texas survey", _BODY)
+    assert verdict is None or verdict.about
+
+
+# ------------------------------------------------- the kind word up front, the thing nowhere (another thing)
+
+def test_a_page_whose_lead_names_the_kind_word_of_something_else_is_another_thing():
+    question = "How fast are emperor penguin numbers falling?"
+    throne = ("Why are fewer people interested in the imperial family?",
+              "Interest in the imperial family has fallen for a decade, and numbers at the new emperor's first "
+              "public greeting were the lowest on record. Younger people say the family matters less to them.")
+    verdict = scope_verdict(question, "en-US", *throne)
+    assert verdict is not None and not verdict.about and verdict.firm, verdict
+    assert not page_about(subject_of(question, "en-US"), *throne).about
+
+
+def test_a_page_that_names_the_thing_in_some_form_is_not_turned_away_by_its_lead():
+    question = "How fast are emperor penguin numbers falling?"
+    colony = ("Counting colonies from space",
+              "The emperor colonies on the sea ice are counted each winter from satellite images. Chicks were "
+              "lost at 19 of them in 2022, and the penguins' numbers may fall by 90 percent by 2100.")
+    verdict = scope_verdict(question, "en-US", *colony)
+    assert verdict is None or verdict.about, verdict

@@ -10,49 +10,33 @@ written without the engine's code, and its test keeps off it too (no import of b
 
 from __future__ import annotations
 
-import json
 import re
 from itertools import groupby
 from typing import Any
 
-import pytest
-
-from bench.eval.corpus import PAGES_DIR, Page, load_pages
+from bench.eval.corpus import PAGES_DIR, Page
 from tests.support.eval_pages import (
     assert_apart,
     assert_facts_attainable,
+    assert_question_shapes,
+    assert_readme_junk,
     assert_searches_find_them,
-    pages_of_files,
-    questions_besides,
-    questions_in,
+    facts_on_pages,
+    glued_headers,
+    named,
+    relevant_pages,
+    sentences,
+    split_fixtures,
+    stated,
+    stated_first,
+    states,
 )
-from tests.support.eval_pages import sentences as _sentences
-from tests.support.eval_pages import states as _states
 
 EVAL_DIR = PAGES_DIR.parent
 BLIND = EVAL_DIR / "questions_blind.json"
-KEYS = {"id", "split", "locale", "question", "pages", "distractors", "near_miss", "facts"}
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
-
-@pytest.fixture(scope="module")
-def pages() -> dict[str, Page]:
-    return {p.name: p for p in load_pages()}  # raises on a page name used twice across all files
-
-
-@pytest.fixture(scope="module")
-def blind() -> list[dict[str, Any]]:
-    return questions_in(BLIND)
-
-
-@pytest.fixture(scope="module")
-def blind_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
-    return pages_of_files(tmp_path_factory.mktemp("blind-pages"), "blind-")
-
-
-@pytest.fixture(scope="module")
-def others() -> list[dict[str, Any]]:
-    return questions_besides(BLIND)
+pages, blind, blind_files, others = split_fixtures(BLIND, "blind-")
 
 
 def _over_english(q: dict[str, Any], pages: dict[str, Page]) -> bool:
@@ -62,24 +46,17 @@ def _over_english(q: dict[str, Any], pages: dict[str, Page]) -> bool:
 
 
 def test_the_blind_split_has_twelve_questions_with_pages_distractors_and_near_misses(pages, blind):
-    data = json.loads(BLIND.read_text(encoding="utf-8"))
-    assert set(data) == {"about", "questions"} and "blind" in data["about"]
+    assert_question_shapes(pages, blind, BLIND, about="blind", split="blind", prefix="blind-", id_prefix="bl-")
     assert len(blind) == 12 and len({q["id"] for q in blind}) == 12
     assert sorted(q["locale"] for q in blind) == ["en-US"] * 6 + ["zh-CN"] * 6
     assert [q["id"] for q in blind if _over_english(q, pages)] == ["bl-sousvide-zh"]
     for q in blind:
-        assert set(q) == KEYS and q["split"] == "blind" and q["id"].startswith("bl-"), q["id"]
-        assert 2 <= len(q["pages"]) <= 3 and len(q["distractors"]) == 2 and 2 <= len(q["near_miss"]) <= 3, q["id"]
-        named = q["pages"] + q["distractors"] + q["near_miss"]
-        assert len(set(named)) == len(named), q["id"]
-        for name in named:
-            assert name.startswith("blind-") and name in pages, (q["id"], name)
         lang = q["locale"][:2]
         if _over_english(q, pages):
             assert all(pages[n].lang == "en" for n in q["pages"] + q["distractors"]), q["id"]
             assert all(HAN.search(pages[n].keywords) for n in q["pages"]), q["id"]
         else:
-            assert all(pages[n].lang == lang for n in named), q["id"]
+            assert all(pages[n].lang == lang for n in named(q)), q["id"]
         # Near misses in the question's language (two at least, as every split's are), tempting with what the
         # question asks for: figures, or for the how-to another tool's install command.
         assert sum(pages[n].lang == lang for n in q["near_miss"]) >= 2, q["id"]
@@ -88,11 +65,6 @@ def test_the_blind_split_has_twelve_questions_with_pages_distractors_and_near_mi
                 assert "install" in pages[name].text and "pre-commit" in pages[name].text, (q["id"], name)
             else:
                 assert sum(digits for digits, _ in groupby(pages[name].text, str.isdigit)) >= 3, (q["id"], name)
-        for name in q["pages"]:
-            assert 5 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
-        assert 5 <= len(q["facts"]) <= 8, q["id"]
-        # Facts are spread: every relevant page states at least one.
-        assert {n for f in q["facts"] for n in f["pages"]} == set(q["pages"]), q["id"]
 
 
 def test_the_questions_are_asked_the_way_users_ask(blind):
@@ -126,27 +98,24 @@ def test_the_blind_split_shares_no_page_and_no_topic_with_the_other_splits(pages
 
 
 def test_the_pages_carry_the_junk_real_pages_carry(pages, blind):
-    relevant = {n for q in blind for n in q["pages"]}
-    facts = [(f, n) for q in blind for f in q["facts"] for n in f["pages"]]
+    relevant = relevant_pages(blind)
+    facts = facts_on_pages(blind)
     # Chinese pages with title, byline, date and reading time glued to the first paragraph, some of
     # them relevant pages whose first sentence states a key fact.
-    glued = [p for p in pages.values() if p.name.startswith("blind-") and p.lang == "zh"
-             and all(mark in p.paragraphs[0] for mark in ("作者：", "更新于", "阅读约"))]
+    glued = glued_headers(pages, "blind-", title_first=False)
     assert len(glued) >= 4
     assert sum(p.name in relevant for p in glued) >= 4
-    assert any(_states(f, _sentences(pages[n])[0]) for f, n in facts if pages[n] in glued)
+    assert stated_first(pages, facts, glued)
     # A project README: vim modeline, badges and a sponsor blurb around the install command.
     readme = pages["blind-precommit-readme"]
-    assert readme.name in relevant and "vim:" in readme.paragraphs[0]
-    assert "[build: passing]" in readme.text and "sponsor" in readme.text.casefold()
+    assert_readme_junk(readme, relevant, in_place=False)
     install = next(f for f, n in facts if n == readme.name and "pip install pre-commit" in f["all"][0])
-    assert any(_states(install, s) for s in _sentences(readme))
+    assert stated(install, readme)
     # The answer is not in the README's opening: the install command comes after the badges and the sponsors.
-    assert not any(_states(install, s) for par in readme.paragraphs[:4] for s in _sentences(
+    assert not any(states(install, s) for par in readme.paragraphs[:4] for s in sentences(
         Page(readme.name, readme.title, readme.lang, "", (par,))))
     # English pages carry Chinese search terms only where people would search in Chinese.
     with_han = {p.name for p in pages.values() if p.name.startswith("blind-") and p.lang == "en"
                 and HAN.search(p.keywords)}
     sousvide = next(q for q in blind if q["id"] == "bl-sousvide-zh")
-    named = sousvide["pages"] + sousvide["distractors"] + sousvide["near_miss"]
-    assert set(sousvide["pages"]) <= with_han <= set(named)
+    assert set(sousvide["pages"]) <= with_han <= set(named(sousvide))

@@ -12,30 +12,27 @@ code, and the test keeps off it too.
 
 from __future__ import annotations
 
-import json
-from itertools import groupby
-from typing import Any
-
-import pytest
-
-from bench.eval.corpus import PAGES_DIR, Page, load_pages
+from bench.eval.corpus import PAGES_DIR
 from tests.support.eval_pages import (
     assert_apart,
     assert_facts_attainable,
+    assert_near_misses_about_another_subject,
+    assert_near_misses_state_no_fact,
+    assert_question_shapes,
+    assert_readme_junk,
     assert_searches_find_them,
-    fold,
-    pages_of_files,
-    questions_besides,
-    questions_in,
-    top_hits,
+    assert_subject_named_differently,
+    facts_on_pages,
+    has,
+    named,
+    relevant_pages,
+    split_fixtures,
+    stated,
 )
-from tests.support.eval_pages import sentences as _sentences
-from tests.support.eval_pages import states as _states
 
 EVAL_DIR = PAGES_DIR.parent
 DEV3_EN = EVAL_DIR / "questions_dev3_en.json"
 PREFIX = "dev3-en-"
-KEYS = {"id", "split", "locale", "question", "pages", "distractors", "near_miss", "facts"}
 
 # The subject as each question names it, and the other names its relevant pages use for it.
 SUBJECT: dict[str, tuple[list[str], list[str]]] = {
@@ -107,51 +104,20 @@ KINDS = {"another kind", "another place", "another period", "another population"
          "same words, another thing"}
 
 
-@pytest.fixture(scope="module")
-def pages() -> dict[str, Page]:
-    return {p.name: p for p in load_pages()}  # raises on a page name used twice across all files
-
-
-@pytest.fixture(scope="module")
-def mine() -> list[dict[str, Any]]:
-    return questions_in(DEV3_EN)
-
-
-@pytest.fixture(scope="module")
-def own_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
-    return pages_of_files(tmp_path_factory.mktemp("dev3-en-pages"), PREFIX)
-
-
-@pytest.fixture(scope="module")
-def others() -> list[dict[str, Any]]:
-    return questions_besides(DEV3_EN)
-
-
-def _has(text: str, words: list[str]) -> bool:
-    return any(fold(w) in fold(text) for w in words)
+pages, mine, own_files, others = split_fixtures(DEV3_EN, PREFIX)
 
 
 def test_the_questions_have_pages_distractors_and_near_misses(pages, mine):
-    data = json.loads(DEV3_EN.read_text(encoding="utf-8"))
-    assert set(data) == {"about", "questions"} and "dev" in data["about"]
+    assert_question_shapes(pages, mine, DEV3_EN, about="dev", split="dev", prefix=PREFIX, id_prefix="d3-",
+                           near_misses=(3, 3))
     assert len(mine) == len(SUBJECT) == 8 and {q["id"] for q in mine} == set(SUBJECT)
     for q in mine:
-        assert set(q) == KEYS and q["split"] == "dev" and q["locale"] == "en-US", q["id"]
-        assert q["id"].startswith("d3-") and q["id"].endswith("-en"), q["id"]
-        assert 2 <= len(q["pages"]) <= 3 and len(q["distractors"]) == 2 and len(q["near_miss"]) == 3, q["id"]
-        named = q["pages"] + q["distractors"] + q["near_miss"]
-        assert len(set(named)) == len(named), q["id"]
-        for name in named:
-            assert name.startswith(PREFIX) and name in pages, (q["id"], name)
+        assert q["locale"] == "en-US" and q["id"].endswith("-en"), q["id"]
+        for name in named(q):
             assert pages[name].lang == "en", (q["id"], name)
             assert 4 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
-        for name in q["pages"]:
-            assert 5 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
-        assert 5 <= len(q["facts"]) <= 8, q["id"]
         for fact in q["facts"]:
             assert set(fact) == {"fact", "pages", "all"} and fact["fact"], (q["id"], fact)
-        # Facts are spread: every relevant page states at least one.
-        assert {n for f in q["facts"] for n in f["pages"]} == set(q["pages"]), q["id"]
 
 
 def test_every_fact_is_attainable_on_its_page_and_absent_from_the_distractors(pages, mine):
@@ -159,19 +125,12 @@ def test_every_fact_is_attainable_on_its_page_and_absent_from_the_distractors(pa
 
 
 def test_no_near_miss_states_a_key_fact(pages, mine):
-    # The near misses tempt with figures of the same kind, but none of them states a key fact in one sentence.
-    for q in mine:
-        for fact in q["facts"]:
-            for name in q["near_miss"]:
-                assert not any(_states(fact, s) for s in _sentences(pages[name])), (q["id"], fact["fact"], name)
+    assert_near_misses_state_no_fact(pages, mine)
 
 
 def test_a_search_for_the_question_finds_the_near_misses_and_ranks_an_answer_5th_to_8th(pages, mine):
-    assert_searches_find_them(pages, mine)
-    for q in mine:
-        top = top_hits(pages, q["question"])
-        # The near misses rank high, in the first five.
-        assert set(q["near_miss"]) <= set(top[:5]), (q["id"], top)
+    # The near misses rank high, in the first five.
+    assert_searches_find_them(pages, mine, near_miss_within=5)
 
 
 def test_the_questions_share_no_page_with_the_other_questions(pages, mine, others, own_files):
@@ -180,65 +139,28 @@ def test_the_questions_share_no_page_with_the_other_questions(pages, mine, other
 
 
 def test_relevant_pages_name_the_subject_differently_from_the_question(pages, mine):
-    by_page = {n: q for q in mine for n in q["pages"]}
-    assert set(SUBJECT) == {q["id"] for q in mine}
-    for q in mine:
-        asked, other_names = SUBJECT[q["id"]]
-        assert _has(q["question"], asked), q["id"]
-        for name in q["pages"]:
-            page = pages[name]
-            # Every relevant page is about the subject: it names it, one way or another.
-            assert _has(f"{page.title} {page.text}", asked + other_names), (q["id"], name)
-    # No relevant page's title carries the question's words for its subject.
-    assert not [n for n, q in by_page.items() if _has(pages[n].title, SUBJECT[q["id"]][0])]
-    assert {n for names in TITLES.values() for n in names} == set(by_page)
-    for kind, names in TITLES.items():
-        assert len(names) >= 3 and set(names) <= set(by_page), kind
-        for name in names:
-            asked, other_names = SUBJECT[by_page[name]["id"]]
-            title, body = pages[name].title, pages[name].text
-            assert not _has(title, asked), (kind, name)
-            if kind == "synonym":
-                assert _has(title, other_names), name
-            else:  # the subject is in the body
-                assert _has(body, asked + other_names), (kind, name)
-    for name, qualifier in QUALIFIED.items():
-        asked, other_names = SUBJECT[by_page[name]["id"]]
-        assert _has(pages[name].title, asked + other_names) and _has(pages[name].title, [qualifier]), name
-        # The question itself does not ask about that place, population or period.
-        assert not _has(by_page[name]["question"], [qualifier]), name
+    by_page = assert_subject_named_differently(pages, mine, SUBJECT, TITLES, QUALIFIED)
+    # No relevant page's title carries the question's words for its subject, and every one is in TITLES.
+    assert not [n for n, q in by_page.items() if has(pages[n].title, SUBJECT[q["id"]][0])]
+    assert {n for kind_pages in TITLES.values() for n in kind_pages} == set(by_page)
 
 
 def test_near_misses_of_every_kind_tempt_with_figures_about_another_subject(pages, mine):
-    near = {n: q for q in mine for n in q["near_miss"]}
-    assert set(NEAR) == set(near)
-    assert {kind for kind, _ in NEAR.values()} == KINDS
-    for name, (_kind, marker) in NEAR.items():
-        q, page = near[name], pages[name]
-        # The word that makes it another subject is on the near miss and on none of the question's pages,
-        # and not in the question.
-        assert _has(f"{page.title} {page.text}", [marker]), (name, marker)
-        assert not any(_has(f"{pages[n].title} {pages[n].text}", [marker]) for n in q["pages"]), (name, marker)
-        assert not _has(q["question"], [marker]), (name, marker)
-        # Figures of the kind asked for: at least three numbers.
-        assert sum(digits for digits, _ in groupby(page.text, str.isdigit)) >= 3, name
+    assert_near_misses_about_another_subject(pages, mine, NEAR, KINDS)
 
 
 def test_the_pages_carry_the_junk_real_pages_carry(pages, mine):
-    relevant = {n for q in mine for n in q["pages"]}
-    facts = [(f, n) for q in mine for f in q["facts"] for n in f["pages"]]
+    relevant = relevant_pages(mine)
     # Bylines, dates and reading times glued to the first paragraph, "Related" lines closing a page.
     dated = [n for n in relevant if any(mark in pages[n].paragraphs[0] for mark in ("Updated", "min read"))]
     assert len(dated) >= 4, dated
     assert len([n for n in relevant if pages[n].paragraphs[-1].startswith("Related")]) >= 3
-    # A project README: vim modeline and badges glued to the first paragraph, a sponsor blurb, and the
-    # install commands the how-to asks for.
+    # A project README, and the install commands the how-to asks for, stated in it.
     readme = pages["dev3-en-rg-readme"]
-    assert readme.name in relevant and "vim:" in readme.paragraphs[0] and "[build: passing]" in readme.paragraphs[0]
-    assert "sponsor" in readme.paragraphs[-1].casefold()
-    commands = [f for f, n in facts if n == readme.name]
+    assert_readme_junk(readme, relevant, in_place=True)
+    commands = [f for f, n in facts_on_pages(mine) if n == readme.name]
     assert len(commands) == 3 and all(" install ripgrep" in f["all"][0][0] for f in commands)
-    assert all(any(_states(f, s) for s in _sentences(readme)) for f in commands)
+    assert all(stated(f, readme) for f in commands)
 
 
 def test_the_questions_are_phrased_the_way_people_ask(mine):

@@ -12,31 +12,29 @@ the questions were written without the engine's code, and the test keeps off it 
 
 from __future__ import annotations
 
-import json
 import re
-from itertools import groupby
-from typing import Any
 
-import pytest
-
-from bench.eval.corpus import PAGES_DIR, Page, load_pages
+from bench.eval.corpus import PAGES_DIR
 from tests.support.eval_pages import (
     assert_apart,
     assert_facts_attainable,
+    assert_near_misses_about_another_subject,
+    assert_near_misses_state_no_fact,
+    assert_question_shapes,
     assert_searches_find_them,
-    fold,
-    pages_of_files,
-    questions_besides,
-    questions_in,
-    top_hits,
+    assert_subject_named_differently,
+    facts_on_pages,
+    glued_headers,
+    has,
+    named,
+    relevant_pages,
+    split_fixtures,
+    stated_first,
 )
-from tests.support.eval_pages import sentences as _sentences
-from tests.support.eval_pages import states as _states
 
 EVAL_DIR = PAGES_DIR.parent
 DEV3_ZH = EVAL_DIR / "questions_dev3_zh.json"
 PREFIX = "dev3-zh-"
-KEYS = {"id", "split", "locale", "question", "pages", "distractors", "near_miss", "facts"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Chinese questions about a foreign topic, answered by English pages.
@@ -107,62 +105,30 @@ KINDS = {"another kind", "another place", "another period", "another population"
          "same words, another thing"}
 
 
-@pytest.fixture(scope="module")
-def pages() -> dict[str, Page]:
-    return {p.name: p for p in load_pages()}  # raises on a page name used twice across all files
-
-
-@pytest.fixture(scope="module")
-def mine() -> list[dict[str, Any]]:
-    return questions_in(DEV3_ZH)
-
-
-@pytest.fixture(scope="module")
-def own_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
-    return pages_of_files(tmp_path_factory.mktemp("dev3-zh-pages"), PREFIX)
-
-
-@pytest.fixture(scope="module")
-def others() -> list[dict[str, Any]]:
-    return questions_besides(DEV3_ZH)
-
-
-def _has(text: str, words: list[str]) -> bool:
-    return any(fold(w) in fold(text) for w in words)
+pages, mine, own_files, others = split_fixtures(DEV3_ZH, PREFIX)
 
 
 def test_the_chinese_dev_additions_have_questions_with_pages_distractors_and_near_misses(pages, mine):
-    data = json.loads(DEV3_ZH.read_text(encoding="utf-8"))
-    assert set(data) == {"about", "questions"} and "dev" in data["about"]
+    assert_question_shapes(pages, mine, DEV3_ZH, about="dev", split="dev", prefix=PREFIX, id_prefix="d3-",
+                           near_misses=(3, 3))
     assert len(mine) == len(SUBJECT) == 8 and {q["id"] for q in mine} == set(SUBJECT)
     for q in mine:
-        assert set(q) == KEYS and q["split"] == "dev" and q["locale"] == "zh-CN", q["id"]
-        assert q["id"].startswith("d3-") and q["id"].endswith("-zh"), q["id"]
-        assert 2 <= len(q["pages"]) <= 3 and len(q["distractors"]) == 2 and len(q["near_miss"]) == 3, q["id"]
-        named = q["pages"] + q["distractors"] + q["near_miss"]
-        assert len(set(named)) == len(named), q["id"]
-        for name in named:
-            assert name.startswith(PREFIX) and name in pages, (q["id"], name)
+        assert q["locale"] == "zh-CN" and q["id"].endswith("-zh"), q["id"]
         # Relevant pages and distractors are Chinese, but for a question on a foreign topic, whose are
         # English; near misses are Chinese (two at least where the question is answered in English).
         page_language = "en" if q["id"] in ZH_OVER_EN else "zh"
         assert all(pages[n].lang == page_language for n in q["pages"] + q["distractors"]), q["id"]
         near_languages = [pages[n].lang for n in q["near_miss"]]
         assert near_languages.count("zh") >= (2 if q["id"] in ZH_OVER_EN else 3), q["id"]
-        for name in q["pages"]:
-            assert 5 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
         for name in q["distractors"] + q["near_miss"]:
             assert 4 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
-        assert 5 <= len(q["facts"]) <= 8, q["id"]
-        # Facts are spread: every relevant page states at least one.
-        assert {n for f in q["facts"] for n in f["pages"]} == set(q["pages"]), q["id"]
 
 
 def test_three_chinese_questions_are_answered_by_english_pages_found_by_chinese_keywords(pages, mine):
     over = {q["id"] for q in mine if all(pages[n].lang == "en" for n in q["pages"])}
     assert over == ZH_OVER_EN
     for q in mine:
-        for name in q["pages"] + q["distractors"] + q["near_miss"]:
+        for name in named(q):
             page = pages[name]
             if page.lang == "en":
                 # Chinese search terms on an English page, and never in its title or text.
@@ -178,19 +144,14 @@ def test_every_fact_is_attainable_on_its_page_and_absent_from_the_distractors(pa
 
 
 def test_no_near_miss_states_a_key_fact(pages, mine):
-    for q in mine:
-        for fact in q["facts"]:
-            for name in q["near_miss"]:
-                assert not any(_states(fact, s) for s in _sentences(pages[name])), (q["id"], fact["fact"], name)
+    assert_near_misses_state_no_fact(pages, mine)
 
 
 def test_a_search_for_the_question_finds_the_near_misses_and_ranks_an_answer_5th_to_8th(pages, mine):
-    assert_searches_find_them(pages, mine)
-    for q in mine:
-        top = top_hits(pages, q["question"])
-        # The near misses tempt from the top of the results; no answer to another of these questions is
-        # among the first four.
-        assert set(q["near_miss"]) <= set(top[:5]), (q["id"], top)
+    # The near misses tempt from the top of the results (the first five); no answer to another of these
+    # questions is among the first four.
+    tops = assert_searches_find_them(pages, mine, near_miss_within=5)
+    for q, top in zip(mine, tops, strict=True):
         elsewhere = {n for other in mine if other is not q for n in other["pages"]}
         assert not set(top[:4]) & elsewhere, (q["id"], top)
 
@@ -201,60 +162,25 @@ def test_the_chinese_dev_additions_share_no_page_with_the_other_questions(pages,
 
 
 def test_relevant_pages_name_the_subject_differently_from_the_question(pages, mine):
-    by_page = {n: q for q in mine for n in q["pages"]}
-    for q in mine:
-        asked, other_names = SUBJECT[q["id"]]
-        assert _has(q["question"], asked), q["id"]
-        for name in q["pages"]:
-            page = pages[name]
-            # Every relevant page is about the subject: it names it, one way or another, and its title
-            # does not carry the question's words for it.
-            assert _has(f"{page.title} {page.text}", asked + other_names), (q["id"], name)
-            assert not _has(page.title, asked), (q["id"], name)
-    for kind, names in TITLES.items():
-        assert len(names) >= 3 and set(names) <= set(by_page), kind
-        for name in names:
-            asked, other_names = SUBJECT[by_page[name]["id"]]
-            title, body = pages[name].title, pages[name].text
-            assert not _has(title, asked), (kind, name)
-            if kind == "synonym":
-                assert _has(title, other_names), name
-            else:  # the subject is in the body
-                assert _has(body, asked + other_names), (kind, name)
-    for name, qualifier in QUALIFIED.items():
-        asked, other_names = SUBJECT[by_page[name]["id"]]
-        assert _has(pages[name].title, asked + other_names) and _has(pages[name].title, [qualifier]), name
-        # The question itself does not ask about that place, year or case.
-        assert not _has(by_page[name]["question"], [qualifier]), name
+    by_page = assert_subject_named_differently(pages, mine, SUBJECT, TITLES, QUALIFIED)
+    # No relevant page's title carries the question's words for its subject.
+    assert not [n for n, q in by_page.items() if has(pages[n].title, SUBJECT[q["id"]][0])]
     # Every question has a relevant page whose title names the subject another way than the question.
     assert {by_page[n]["id"] for n in TITLES["synonym"]} == set(SUBJECT)
 
 
 def test_near_misses_of_every_kind_tempt_with_figures_about_another_subject(pages, mine):
-    near = {n: q for q in mine for n in q["near_miss"]}
-    assert set(NEAR) == set(near)
-    assert {kind for kind, _ in NEAR.values()} == KINDS
-    for name, (_kind, marker) in NEAR.items():
-        q, page = near[name], pages[name]
-        # The word that makes it another subject is on the near miss and on none of the question's pages,
-        # and not in the question.
-        assert _has(f"{page.title} {page.text}", [marker]), (name, marker)
-        assert not any(_has(f"{pages[n].title} {pages[n].text}", [marker]) for n in q["pages"]), (name, marker)
-        assert not _has(q["question"], [marker]), (name, marker)
-        # Figures of the kind asked for: at least three numbers.
-        assert sum(digits for digits, _ in groupby(page.text, str.isdigit)) >= 3, name
+    assert_near_misses_about_another_subject(pages, mine, NEAR, KINDS)
 
 
 def test_the_pages_carry_the_junk_real_pages_carry(pages, mine):
-    relevant = {n for q in mine for n in q["pages"]}
-    facts = [(f, n) for q in mine for f in q["facts"] for n in f["pages"]]
+    relevant = relevant_pages(mine)
+    facts = facts_on_pages(mine)
     # Chinese pages with title, byline, date and reading time glued to the first paragraph, relevant pages
     # all, several of which state a key fact in their first sentence.
-    glued = [p for p in pages.values() if p.name.startswith(PREFIX) and p.lang == "zh"
-             and p.paragraphs[0].startswith(p.title)
-             and all(mark in p.paragraphs[0] for mark in ("作者：", "更新于", "阅读约"))]
+    glued = glued_headers(pages, PREFIX, title_first=True)
     assert len(glued) >= 5 and all(p.name in relevant for p in glued)
-    assert len({n for f, n in facts if pages[n] in glued and _states(f, _sentences(pages[n])[0])}) >= 5
+    assert len(stated_first(pages, facts, glued)) >= 5
     # English relevant pages with a byline and date before the first sentence; "related" lines at the end.
     bylined = [n for n in relevant if pages[n].lang == "en" and pages[n].paragraphs[0].startswith("By ")
                and "Updated" in pages[n].paragraphs[0]]

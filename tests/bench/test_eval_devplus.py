@@ -11,29 +11,28 @@ questions were written without the engine's code, and the test keeps off it too.
 
 from __future__ import annotations
 
-import json
 import re
-from itertools import groupby
-from typing import Any
 
-import pytest
-
-from bench.eval.corpus import PAGES_DIR, Page, load_pages
+from bench.eval.corpus import PAGES_DIR
 from tests.support.eval_pages import (
     assert_apart,
     assert_facts_attainable,
+    assert_near_misses_about_another_subject,
+    assert_question_shapes,
+    assert_readme_junk,
     assert_searches_find_them,
-    fold,
-    pages_of_files,
-    questions_besides,
-    questions_in,
+    assert_subject_named_differently,
+    facts_on_pages,
+    glued_headers,
+    has,
+    relevant_pages,
+    split_fixtures,
+    stated,
+    stated_first,
 )
-from tests.support.eval_pages import sentences as _sentences
-from tests.support.eval_pages import states as _states
 
 EVAL_DIR = PAGES_DIR.parent
 DEVPLUS = EVAL_DIR / "questions_devplus.json"
-KEYS = {"id", "split", "locale", "question", "pages", "distractors", "near_miss", "facts"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Chinese questions about a foreign topic, answered by English pages.
@@ -140,54 +139,21 @@ KINDS = {"another kind", "another place", "another period", "another population"
          "same words, another thing"}
 
 
-@pytest.fixture(scope="module")
-def pages() -> dict[str, Page]:
-    return {p.name: p for p in load_pages()}  # raises on a page name used twice across all files
-
-
-@pytest.fixture(scope="module")
-def mine() -> list[dict[str, Any]]:
-    return questions_in(DEVPLUS)
-
-
-@pytest.fixture(scope="module")
-def own_files(tmp_path_factory: pytest.TempPathFactory) -> list[Page]:
-    return pages_of_files(tmp_path_factory.mktemp("devplus-pages"), "devplus-")
-
-
-@pytest.fixture(scope="module")
-def others() -> list[dict[str, Any]]:
-    return questions_besides(DEVPLUS)
-
-
-def _has(text: str, words: list[str]) -> bool:
-    return any(fold(w) in fold(text) for w in words)
+pages, mine, own_files, others = split_fixtures(DEVPLUS, "devplus-")
 
 
 def test_the_dev_additions_have_questions_with_pages_distractors_and_near_misses(pages, mine):
-    data = json.loads(DEVPLUS.read_text(encoding="utf-8"))
-    assert set(data) == {"about", "questions"} and "dev" in data["about"]
+    assert_question_shapes(pages, mine, DEVPLUS, about="dev", split="dev", prefix="devplus-", id_prefix="dp-")
     assert len(mine) == len(SUBJECT) and {q["id"] for q in mine} == set(SUBJECT)
     locales = [q["locale"] for q in mine]
     assert locales.count("en-US") == locales.count("zh-CN") == len(mine) // 2
     for q in mine:
-        assert set(q) == KEYS and q["split"] == "dev" and q["id"].startswith("dp-"), q["id"]
-        assert 2 <= len(q["pages"]) <= 3 and len(q["distractors"]) == 2 and 2 <= len(q["near_miss"]) <= 3, q["id"]
-        named = q["pages"] + q["distractors"] + q["near_miss"]
-        assert len(set(named)) == len(named), q["id"]
-        for name in named:
-            assert name.startswith("devplus-") and name in pages, (q["id"], name)
         language = q["locale"][:2]
         # Near misses are in the question's language; so is the rest, but for a Chinese question on a
         # foreign topic, whose relevant pages and distractors are English.
         assert all(pages[n].lang == language for n in q["near_miss"]), q["id"]
         page_language = "en" if q["id"] in ZH_OVER_EN else language
         assert all(pages[n].lang == page_language for n in q["pages"] + q["distractors"]), q["id"]
-        for name in q["pages"]:
-            assert 5 <= len(pages[name].paragraphs) <= 7, (q["id"], name)
-        assert 5 <= len(q["facts"]) <= 8, q["id"]
-        # Facts are spread: every relevant page states at least one.
-        assert {n for f in q["facts"] for n in f["pages"]} == set(q["pages"]), q["id"]
 
 
 def test_two_chinese_questions_are_answered_by_english_pages_found_by_chinese_keywords(pages, mine):
@@ -216,69 +182,31 @@ def test_the_dev_additions_share_no_page_with_the_other_questions(pages, mine, o
 
 
 def test_relevant_pages_name_the_subject_differently_from_the_question(pages, mine):
-    by_page = {n: q for q in mine for n in q["pages"]}
-    assert set(SUBJECT) == {q["id"] for q in mine}
-    for q in mine:
-        asked, other_names = SUBJECT[q["id"]]
-        assert _has(q["question"], asked), q["id"]
-        for name in q["pages"]:
-            page = pages[name]
-            # Every relevant page is about the subject: it names it, one way or another.
-            assert _has(f"{page.title} {page.text}", asked + other_names), (q["id"], name)
+    by_page = assert_subject_named_differently(pages, mine, SUBJECT, TITLES, QUALIFIED)
     # Titles that do not carry the question's words for its subject, on pages in the question's language.
     differently = [n for n, q in by_page.items() if pages[n].lang == q["locale"][:2]
-                   and not _has(pages[n].title, SUBJECT[q["id"]][0])]
+                   and not has(pages[n].title, SUBJECT[q["id"]][0])]
     assert len(differently) >= 16, differently
-    for kind, names in TITLES.items():
-        assert len(names) >= 3 and set(names) <= set(by_page), kind
-        for name in names:
-            asked, other_names = SUBJECT[by_page[name]["id"]]
-            title, body = pages[name].title, pages[name].text
-            assert not _has(title, asked), (kind, name)
-            if kind == "synonym":
-                assert _has(title, other_names), name
-            else:  # the subject is in the body
-                assert _has(body, asked + other_names), (kind, name)
-    for name, qualifier in QUALIFIED.items():
-        asked, other_names = SUBJECT[by_page[name]["id"]]
-        assert _has(pages[name].title, asked + other_names) and _has(pages[name].title, [qualifier]), name
-        # The question itself does not ask about that place, population or period.
-        assert not _has(by_page[name]["question"], [qualifier]), name
 
 
 def test_near_misses_of_every_kind_tempt_with_figures_about_another_subject(pages, mine):
-    near = {n: q for q in mine for n in q["near_miss"]}
-    assert set(NEAR) == set(near)
-    assert {kind for kind, _ in NEAR.values()} == KINDS
-    for name, (_kind, marker) in NEAR.items():
-        q, page = near[name], pages[name]
-        # The word that makes it another subject is on the near miss and on none of the question's pages,
-        # and not in the question.
-        assert _has(f"{page.title} {page.text}", [marker]), (name, marker)
-        assert not any(_has(f"{pages[n].title} {pages[n].text}", [marker]) for n in q["pages"]), (name, marker)
-        assert not _has(q["question"], [marker]), (name, marker)
-        # Figures of the kind asked for: at least three numbers.
-        assert sum(digits for digits, _ in groupby(page.text, str.isdigit)) >= 3, name
+    assert_near_misses_about_another_subject(pages, mine, NEAR, KINDS)
 
 
 def test_the_pages_carry_the_junk_real_pages_carry(pages, mine):
-    relevant = {n for q in mine for n in q["pages"]}
-    facts = [(f, n) for q in mine for f in q["facts"] for n in f["pages"]]
+    relevant = relevant_pages(mine)
+    facts = facts_on_pages(mine)
     # Chinese pages with title, byline, date and reading time glued to the first paragraph, relevant pages
     # among them, some of which state a key fact in their first sentence.
-    glued = [p for p in pages.values() if p.name.startswith("devplus-") and p.lang == "zh"
-             and p.paragraphs[0].startswith(p.title)
-             and all(mark in p.paragraphs[0] for mark in ("作者：", "更新于", "阅读约"))]
+    glued = glued_headers(pages, "devplus-", title_first=True)
     assert len(glued) >= 4 and all(p.name in relevant for p in glued)
-    assert len({n for f, n in facts if pages[n] in glued and _states(f, _sentences(pages[n])[0])}) >= 3
-    # A project README: vim modeline and badges glued to the first paragraph, a sponsor blurb, and the
-    # commands the how-to asks for.
+    assert len(stated_first(pages, facts, glued)) >= 3
+    # A project README, and the commands the how-to asks for, stated in it.
     readme = pages["devplus-restic-readme"]
-    assert readme.name in relevant and "vim:" in readme.paragraphs[0] and "[build: passing]" in readme.paragraphs[0]
-    assert "sponsor" in readme.paragraphs[-1].casefold()
+    assert_readme_junk(readme, relevant, in_place=True)
     commands = [f for f, n in facts if n == readme.name]
     assert len(commands) == 2 and all(f["all"][0][0].startswith("restic ") for f in commands)
-    assert all(any(_states(f, s) for s in _sentences(readme)) for f in commands)
+    assert all(stated(f, readme) for f in commands)
 
 
 def test_the_questions_are_phrased_the_way_people_ask(mine):
