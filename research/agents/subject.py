@@ -110,7 +110,7 @@ class Subject:
     def on_page(self, title: str, text: str) -> Subject:
         """The subject as one page names it: with the abbreviations the page defines for a subject term
         ("幽门螺杆菌（Hp）", "buy now, pay later (BNPL)") read as that term on the page."""
-        found = _page_abbreviations(tuple(t.core for t in self.terms), f"{title}\n{text}")
+        found = _page_abbreviations(tuple(t.core for t in self.terms), title, text)
         if not found:
             return self
         pairs = tuple(sorted({**dict(found), **dict(self.aliases)}.items(), key=lambda p: -len(p[0])))
@@ -131,13 +131,15 @@ _EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'’]*")
 
 
 @lru_cache(maxsize=2048)
-def _page_abbreviations(cores: tuple[tuple[str, ...], ...], text: str) -> tuple[tuple[str, str], ...]:
+def _page_abbreviations(cores: tuple[tuple[str, ...], ...], title: str, body: str) -> tuple[tuple[str, str], ...]:
     """(abbreviation, the name it stands for) for each abbreviation a text defines for a subject term (its
     words' `cores`): the name right before the brackets holds a specific word of the term. In English the
     letters are the name's initials ("spray polyurethane foam (SPF)"); in Chinese the name is the run of Han
     characters from the term's word to the bracket (我国成人幽门螺杆菌（Hp） → 幽门螺杆菌). A word in
     brackets is an abbreviation only where it abbreviates a name of the subject ("(US)" of a term
     "United States"; never "(and)")."""
+    # (Title and body apart: the cache then keys on the page's own strings, whose hashes Python keeps.)
+    text = f"{title}\n{body}"
     found: dict[str, str] = {}
     for match in _ABBREVIATION.finditer(text):
         short = match.group(1)
@@ -344,10 +346,10 @@ def _before_comparison(title: str) -> str:
 
 
 # What sets the subject beside another thing in a sentence, rather than saying something of it: "like",
-# "unlike", "than", "compared with", "besides"; 之外, 低于, 相比, 不同于, 像. Closed-class words, in English and
-# Chinese (with _COMPARISON's).
+# "unlike", "than", "compared with", "besides"; 之外, 低于, 相比, 不同于, 一样. Closed-class words, in English and
+# Chinese (with _COMPARISON's; not 像 alone, which is in 图像).
 _BESIDE = textre.compile(r"\b(?:un)?like\b|\bthan\b|\bbesides?\b|\binstead\s+of\b|\balongside\b|\bwhereas\b"
-                         r"|之外|以外|低于|高于|少于|多于|不如|相比|相较|不同于|类似|好像|像|一样|同样|而非", textre.I)
+                         r"|之外|以外|低于|高于|少于|多于|不如|相比|相较|不同于|类似于|就像|好像|一样|而非", textre.I)
 
 
 def _plain_mention(subject: Subject, text: str) -> bool:

@@ -67,3 +67,13 @@ def test_only_a_mention_that_sets_the_subject_beside_nothing_is_plain(beside: li
     if plain:
         sentences.insert(1, "Chagas disease is treated with benznidazole.")
     assert _plain_mention(subject_of(EN, "en-US"), " ".join(sentences)) == plain
+
+
+@pytest.mark.parametrize(("text", "plain"), [
+    ("伐昔洛韦是治疗带状疱疹的常用药。", True),
+    ("皮肤影像检查有时用于带状疱疹的诊断。", True),  # 像 inside 影像 sets nothing beside it
+    ("腮腺炎和带状疱疹一样由病毒引起。", False),
+    ("腮腺炎的发病率低于带状疱疹。", False),
+])
+def test_a_chinese_mention_is_plain_unless_it_compares(text: str, plain: bool) -> None:
+    assert _plain_mention(subject_of(ZH, "zh-CN"), text) == plain

@@ -43,15 +43,15 @@ def _cores(question: str, locale: str) -> tuple[tuple[str, ...], ...]:
 
 def test_an_abbreviation_is_the_name_s_initials_in_english():
     cores = _cores(EN, "en-US")
-    assert dict(_page_abbreviations(cores, "We used spray polyurethane foam (SPF) here.")) == {
+    assert dict(_page_abbreviations(cores, "", "We used spray polyurethane foam (SPF) here.")) == {
         "spf": "spray polyurethane foam"}
     # Letters that are not the initials of the words before them, or a name not of the subject: none.
-    assert _page_abbreviations(cores, "We used spray polyurethane foam (SF) here.") == ()
-    assert _page_abbreviations(cores, "The Environmental Protection Agency (EPA) tested it.") == ()
+    assert _page_abbreviations(cores, "", "We used spray polyurethane foam (SF) here.") == ()
+    assert _page_abbreviations(cores, "", "The Environmental Protection Agency (EPA) tested it.") == ()
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.text(alphabet="abcdefg (),.ABCDEFG", max_size=60))
 def test_text_without_the_subject_defines_no_abbreviation(noise: str):
-    assert _page_abbreviations(_cores(EN, "en-US"), noise) == ()
-    assert _page_abbreviations(_cores(ZH, "zh-CN"), noise) == ()
+    assert _page_abbreviations(_cores(EN, "en-US"), noise, "") == ()
+    assert _page_abbreviations(_cores(ZH, "zh-CN"), "", noise) == ()
