@@ -356,17 +356,19 @@ class Stack:
         wanted = set(statuses)
         deadline = time.monotonic() + timeout
         seen: object = None
-        polls = 0
+        checked = 0.0
         while True:
             rows = dict(ResearchJob.objects.filter(pk__in=job_ids).values_list("pk", "status"))
             if all(rows.get(pk) in wanted for pk in job_ids):
                 return
-            if stall is not None and polls % 50 == 0:  # every ~5 s: the events table grows large
+            # Progress is looked for every few seconds at most (the events table grows large), and often
+            # enough that a stall is never missed.
+            if stall is not None and time.monotonic() - checked >= min(5.0, stall / 4):
+                checked = time.monotonic()
                 progress = (rows, JobEvent.objects.filter(job_id__in=job_ids).aggregate(Max("id"))["id__max"])
                 if progress != seen:
-                    deadline = max(deadline, time.monotonic() + stall)
+                    deadline = max(deadline, checked + stall)
                 seen = progress
-            polls += 1
             if time.monotonic() > deadline:
                 stuck = {pk: s for pk, s in rows.items() if s not in wanted}
                 tails = "\n".join(w.tail(30) for w in self.workers)
