@@ -348,13 +348,15 @@ class Stack:
         """Wait until every job has one of `statuses`, at most `timeout` seconds; with `stall`, any progress
         of the jobs (a new event: a search, a fetch, a step or a report done) grants that many seconds more
         from then, so a long run on a slow machine fails only when nothing has moved for `stall` seconds.
-        (Not only a finished job: a batch of 184 jobs moves in step, and none finishes until near the end.)"""
+        (Not only a finished job: a batch of 184 jobs moves in step, and none finishes until near the end.)
+        Never past four times `timeout` in all: a job that loops writing events would otherwise hold it."""
         from django.db.models import Max
 
         from research.jobs.models import JobEvent, ResearchJob
 
         wanted = set(statuses)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline, ceiling = started + timeout, started + 4 * timeout
         seen: object = None
         checked = 0.0
         while True:
@@ -367,12 +369,13 @@ class Stack:
                 checked = time.monotonic()
                 progress = (rows, JobEvent.objects.filter(job_id__in=job_ids).aggregate(Max("id"))["id__max"])
                 if progress != seen:
-                    deadline = max(deadline, checked + stall)
+                    deadline = min(ceiling, max(deadline, checked + stall))
                 seen = progress
             if time.monotonic() > deadline:
                 stuck = {pk: s for pk, s in rows.items() if s not in wanted}
                 tails = "\n".join(w.tail(30) for w in self.workers)
-                raise TimeoutError(f"jobs not {sorted(wanted)} after {timeout}s: {stuck}\n{tails}")
+                waited = time.monotonic() - started
+                raise TimeoutError(f"jobs not {sorted(wanted)} after {waited:.0f}s: {stuck}\n{tails}")
             time.sleep(0.1)
 
     def require_done(self, job_ids: list[int]) -> None:

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import words as S
-from research.agents.synonyms import is_animal, is_noun, noun_compound, other_place, places_in, same_meaning
+from research.agents.synonyms import is_animal, noun_compound, other_place, places_in, same_meaning
 
 _ASPECTS_EN = frozenset(S._norm(w) for w in S.ASPECT_NOUNS_EN)
 _ASPECTS_ZH = S.ASPECT_NOUNS_ZH
@@ -129,10 +129,11 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         # "Austria's KlimaTicket" for a question on Germany's ticket; Bavaria or Europe would be no other.
         return S.Verdict(False, "its title is about another place than the question's")
     animal = _animals_for(title) if script == "en" else ""
-    if animal and not any(is_animal(w) for w in _TITLE_TOKEN.findall(question) if w.isalpha()):
+    if animal and not any(is_animal(_bare(w)) for w in _TITLE_TOKEN.findall(question) if _bare(w).isalpha()):
         # "Lyme disease in dogs", "Interval training for racehorses": the subject in animals, where the
-        # question asks of people (it names no animal of its own).
-        return S.Verdict(False, f"its title is about the subject in {animal}")
+        # question asks of people (it names no animal of its own). Soft: WordNet files "python", "females"
+        # and "drones" first under animals too, so this is no evidence of another subject on its own.
+        return S.Verdict(False, f"its title is about the subject in {animal}", firm=False)
     numbered = _other_number(question, locale, title)
     if numbered:
         return S.Verdict(False, f"its title is about {numbered}")
@@ -197,13 +198,16 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         return S.Verdict(True, f"its title names {' '.join(words)}")
     if page.in_lead(head) and page.hits(head) >= 2:
         return None
-    if (script == "en" and S.zipf(head, script) < _HEAD_SPECIFIC and not page.names_family(head)
-            and any(page.in_lead(m) for m in modifiers) and not any(page.in_title(m) for m in modifiers)):
-        # The kind word up front and the thing nowhere, in no form: the word is said of something else ("the
+    in_lead = [m for m in modifiers if page.in_lead(m) and S.zipf(m, script) < _MODIFIER_RARE]
+    if (script == "en" and in_lead and S.zipf(head, script) < _HEAD_SPECIFIC and not page.names_family(head)
+            and not any(page.in_title(m) for m in modifiers)):
+        # A rare kind word up front and the thing nowhere, in no form: the word is said of something else ("the
         # new monarch was crowned" on a page on the monarchy, for monarch butterflies; "back up" with rsync
-        # for a restic backup repository). The title's own case is below.
-        said = "/".join(m for m in modifiers if page.in_lead(m))
-        return S.Verdict(False, f"its lead names {said} and the page never names {head}")
+        # for a restic backup repository). Firm for a word rarer than Zipf 4.0 only: a page may call the thing
+        # otherwise ("Automated speed enforcement" for speed cameras; "speed", 5.0, is too common to count).
+        # The title's own case is below.
+        firm = all(S.zipf(m, script) < S.SPECIFIC for m in in_lead)
+        return S.Verdict(False, f"its lead names {'/'.join(in_lead)} and the page never names {head}", firm=firm)
     if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
         said = '/'.join(m for m in modifiers if page.in_title(m))
         if not page.names_family(head):
@@ -229,23 +233,28 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
 _TITLE_TOKEN = textre.compile(r"[A-Za-z][A-Za-z'-]*|[^\sA-Za-z]")
 
 
-_AMONG = frozenset({"in", "for", "among", "on"})
+_AMONG = frozenset({"in", "for", "among"})
+
+
+def _bare(token: str) -> str:
+    """A token without its possessive ("dog's", "dogs'")."""
+    return token.removesuffix("'s").removesuffix("’s").rstrip("'’")
 
 
 def _animals_for(title: str) -> str:
-    """The animal a title puts its topic in or for ("… in dogs", "… for racehorses", "among dairy cattle"),
-    ending the phrase (not "for pet owners"), or ''."""
-    tokens = [t.lower() for t in _TITLE_TOKEN.findall(title)]
+    """The animal a title puts its topic in or for, right after the preposition or one word after it, and
+    ending the title's phrase ("… in dogs:", "… for racehorses", "among dairy cattle"; not "for pet owners",
+    nor "in fish and supplements"), or ''."""
+    tokens = [_bare(t.lower()) for t in _TITLE_TOKEN.findall(title)]
     for i, token in enumerate(tokens):
         if token not in _AMONG:
             continue
-        for j in range(i + 1, min(i + 4, len(tokens))):
-            word = tokens[j]
-            if not word.isalpha():
+        for j in (i + 1, i + 2):
+            if j >= len(tokens) or not tokens[j].isalpha():
                 break
-            after = tokens[j + 1] if j + 1 < len(tokens) else ""
-            if is_animal(word) and not (after.isalpha() and is_noun(after) and not S._function_word(after, "en")):
-                return word
+            ends = j + 1 == len(tokens) or not tokens[j + 1].isalpha()
+            if ends and is_animal(tokens[j]):
+                return tokens[j]
     return ""
 
 

@@ -101,20 +101,22 @@ class Subject:
     competitors: frozenset[str] = field(default_factory=frozenset)  # what near-miss pages are about
     # (another name, the question's word): WordNet's single-meaning synonyms ("zoster" for shingles)
     aliases: tuple[tuple[str, str], ...] = ()
+    # (abbreviation, the subject's name) a page defines (`on_page`); read in its own case ("ME" is not "me")
+    abbreviations: tuple[tuple[str, str], ...] = ()
 
     def read(self, text: str) -> str:
         """A page's text as the subject model reads it: other names of the question's words replaced
         by the question's own ("Recombinant zoster vaccine" → "Recombinant shingles vaccine")."""
-        return synonyms.rewrite(text, self.aliases)
+        text = synonyms.rewrite(text, self.aliases)
+        return _expanded(text, self.abbreviations) if self.abbreviations and text else text
 
     def on_page(self, title: str, text: str) -> Subject:
         """The subject as one page names it: with the abbreviations the page defines for a subject term
         ("幽门螺杆菌（Hp）", "buy now, pay later (BNPL)") read as that term on the page."""
-        found = _page_abbreviations(tuple(t.core for t in self.terms), title, text)
-        if not found:
+        found = _page_abbreviations(tuple((t.text, t.core) for t in self.terms), title, text)
+        if not found or found == self.abbreviations:
             return self
-        pairs = tuple(sorted({**dict(found), **dict(self.aliases)}.items(), key=lambda p: -len(p[0])))
-        return replace(self, aliases=pairs)
+        return replace(self, abbreviations=found)
 
     @property
     def specific(self) -> bool:
@@ -130,14 +132,14 @@ _HAN_TAIL = textre.compile(r"[\u4e00-\u9fff]+$")
 _EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'’]*")
 
 
-@lru_cache(maxsize=2048)
-def _page_abbreviations(cores: tuple[tuple[str, ...], ...], title: str, body: str) -> tuple[tuple[str, str], ...]:
-    """(abbreviation, the name it stands for) for each abbreviation a text defines for a subject term (its
-    words' `cores`): the name right before the brackets holds a specific word of the term. In English the
-    letters are the name's initials ("spray polyurethane foam (SPF)"); in Chinese the name is the run of Han
-    characters from the term's word to the bracket (我国成人幽门螺杆菌（Hp） → 幽门螺杆菌). A word in
-    brackets is an abbreviation only where it abbreviates a name of the subject ("(US)" of a term
-    "United States"; never "(and)")."""
+@lru_cache(maxsize=256)
+def _page_abbreviations(terms: tuple[tuple[str, tuple[str, ...]], ...], title: str,
+                        body: str) -> tuple[tuple[str, str], ...]:
+    """(abbreviation, the name it stands for) for each abbreviation a text defines for a subject term
+    (`terms`: each term's text and specific words): the name right before the brackets is a name of the
+    subject. In English the letters are the initials of the words before the bracket and those words hold a
+    specific word of a term ("spray polyurethane foam (SPF)"); in Chinese the characters from the term's word
+    to the bracket are the term or its start (我国成人幽门螺杆菌（Hp） → 幽门螺杆菌; not 幽门螺杆菌感染是胃癌（GC）)."""
     # (Title and body apart: the cache then keys on the page's own strings, whose hashes Python keeps.)
     text = f"{title}\n{body}"
     found: dict[str, str] = {}
@@ -149,17 +151,27 @@ def _page_abbreviations(cores: tuple[tuple[str, ...], ...], title: str, body: st
         han = _HAN_TAIL.search(before)
         if han:
             run = han.group(0)
-            at = min((run.find(c) for core in cores for c in core if c in run), default=-1)
+            at = min((run.find(c) for _, core in terms for c in core if c in run), default=-1)
             name = run[at:] if at >= 0 else ""
+            if not any(text.replace(" ", "").startswith(name) for text, _ in terms):
+                name = ""
         else:
             letters = [ch.lower() for ch in short if ch.isalpha()]
             tail = _EN_WORD.findall(before)[-len(letters):]
             name = " ".join(tail) if [w[0].lower() for w in tail] == letters else ""
-            if not any(c in _norm_words(name) for core in cores for c in core):
+            if not any(c in _norm_words(name) for _, core in terms for c in core):
                 name = ""
         if name and len(name) > len(short):
-            found.setdefault(short.lower(), name)
-    return tuple(found.items())
+            found.setdefault(short, name)
+    return tuple(sorted(found.items(), key=lambda pair: -len(pair[0])))
+
+
+@lru_cache(maxsize=512)
+def _expanded(text: str, abbreviations: tuple[tuple[str, str], ...]) -> str:
+    """The text with each abbreviation, in the case the page wrote it, read as the name it stands for."""
+    pattern = textre.compile(r"\b(?:" + "|".join(textre.escape(short) for short, _ in abbreviations) + r")\b")
+    names = dict(abbreviations)
+    return pattern.sub(lambda m: names[m.group(0)], text)
 
 
 def _norm_words(text: str) -> set[str]:
@@ -205,8 +217,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         run.clear()
 
     last_word = ""  # the word before, for `en_verb_only`
-    for word, lang in _clause_words(question):
+    clause_words = _clause_words(question)
+    for at, (word, lang) in enumerate(clause_words):
         last_word, previous = word, last_word
+        following = clause_words[at + 1][0] if at + 1 < len(clause_words) else ""
         if not word:
             close()  # a clause or list item ends ("排放，碳价" is two things, not one term 排放碳价)
             continue
@@ -224,7 +238,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
                 vocabulary.add(_norm(word))  # 中国, 发展: general, and never a competing subject
             continue
         vocabulary.add(_norm(word))
-        if lang == "zh" and (zh_said_of(word, after_noun=bool(run)) or zh_asked_verb(word, previous)):
+        if lang == "zh" and (zh_said_of(word, after_noun=bool(run)) or zh_asked_verb(word, previous, following)):
             # "糖税有用吗", "杀菌一般要吃多久", "怎么查看电池损耗": what is said or asked of the subject ends
             # its name and is none of it.
             close()
@@ -346,20 +360,41 @@ def _before_comparison(title: str) -> str:
 
 
 # What sets the subject beside another thing in a sentence, rather than saying something of it: "like",
-# "unlike", "than", "compared with", "besides"; 之外, 低于, 相比, 不同于, 一样. Closed-class words, in English and
-# Chinese (with _COMPARISON's; not 像 alone, which is in 图像).
+# "unlike", "than", "compared with", "besides", "both"; 之外, 低于, 相比, 不同于, 一样. Closed-class words, in
+# English and Chinese (with _COMPARISON's; not 像 alone, which is in 图像).
 _BESIDE = textre.compile(r"\b(?:un)?like\b|\bthan\b|\bbesides?\b|\binstead\s+of\b|\balongside\b|\bwhereas\b"
-                         r"|之外|以外|低于|高于|少于|多于|不如|相比|相较|不同于|类似于|就像|好像|一样|而非", textre.I)
+                         r"|\bboth\b|之外|以外|低于|高于|少于|多于|不如|相比|相较|不同于|类似于|就像|好像|一样|而非",
+                         textre.I)
+# "more than 6 million people", 高于千分之三: a figure compared, not the subject with another thing.
+_THAN_A_FIGURE = textre.compile(r"\b(?:more|less|fewer|higher|lower|greater|over|under|longer|shorter|rather)\s+than"
+                                r"\s+(?:about\s+|around\s+|nearly\s+|almost\s+)?\$?\d"
+                                r"|(?:高于|低于|多于|少于)(?:约|近)?[0-9一二三四五六七八九十百千万两半]", textre.I)
+_BESIDE_NEAR = 40  # characters: a comparison word this close to the subject's name sets it beside something
 
 
 def _plain_mention(subject: Subject, text: str) -> bool:
-    """Some sentence of the text names the subject by its first term's head and sets it beside nothing (no
-    comparison). (The head: "repository" of "restic backup repository" is said of borg's too.)"""
-    for start, end in sentence_bounds(text):
-        sentence = text[start:end]
-        if _BESIDE.search(sentence) or _COMPARISON.search(sentence):
+    """Some sentence of the text names the subject by its first term's head and sets it beside nothing: no
+    comparison word near that mention ("Chagas disease affects more than 6 million people" is plain; "Like
+    Chagas disease, it …" and "Leishmaniasis and Chagas disease are both …" are not). (The head: "repository"
+    of "restic backup repository" is said of borg's too.)"""
+    return bool(subject.terms) and _plain_mention_of(subject.terms[0].head, text)
+
+
+@lru_cache(maxsize=512)
+def _plain_mention_of(head: str, text: str) -> bool:
+    # The head's stem without its last letters finds its forms ("batteri" → battery, batteries); a Chinese
+    # head is looked for whole.
+    key = head if scripts.has_han(head) else head[: max(4, len(head) - 2)]
+    text = text[:_PAGE_CHARS]
+    for start, end in sentence_bounds(text):  # (the boundaries want the case: a capital starts a sentence)
+        sentence = text[start:end].lower()
+        spots = [i for i in range(len(sentence)) if sentence.startswith(key, i)]
+        if not spots:
             continue
-        if subject.terms and _page("", sentence).hits(subject.terms[0].head):
+        figures = [m.span() for m in _THAN_A_FIGURE.finditer(sentence)]
+        marks = [m.start() for pattern in (_BESIDE, _COMPARISON) for m in pattern.finditer(sentence)
+                 if not any(a <= m.start() < b for a, b in figures)]
+        if any(all(abs(mark - spot) > _BESIDE_NEAR for mark in marks) for spot in spots):
             return True
     return False
 

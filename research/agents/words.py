@@ -377,14 +377,18 @@ def zh_said_of(word: str, *, after_noun: bool) -> bool:
     if after_noun and word in _ZH_COMPARE:
         return True
     tags = zh_tagged(word)
-    if len(word) >= 2 and [flag for _, flag in zh_tagged(word[-1])] == ["y"] and tags[-1][1] != "y":
-        return True
-    return after_noun and len(tags) == 1 and tags[0][1] in _ZH_SAID and zipf(word, "zh") >= SPECIFIC
+    if (len(word) >= 2 and [flag for _, flag in zh_tagged(word[-1])] == ["y"]
+            and [flag for _, flag in zh_tagged(word[:-1])] in (["v"], ["a"])):
+        return True  # 有用 + 吗; not 毛呢 (毛 is a noun) nor 喇嘛
+    # Only a very common one (一般, 严重): 视力模糊 and 老年人孤独 are names of their own.
+    return after_noun and len(tags) == 1 and tags[0][1] in _ZH_SAID and zipf(word, "zh") >= _TOPICAL
 
 
-def zh_asked_verb(word: str, previous: str) -> bool:
-    """A verb right after 怎么, 如何 … : the action the question asks about (查看 of 怎么查看电池损耗)."""
-    tags = zh_tagged(word) if previous in _ZH_HOW else ()
+def zh_asked_verb(word: str, previous: str, following: str) -> bool:
+    """A verb right after 怎么, 如何 … with its object after it: the action the question asks about (查看 of
+    怎么查看电池损耗). Alone, the verb is the subject itself (为什么失眠, 怎么备孕). (Any content word counts
+    as the object: jieba tags 显卡 a verb.)"""
+    tags = zh_tagged(word) if previous in _ZH_HOW and following and not _zh_grammar(following) else ()
     return len(tags) == 1 and tags[0][1] == "v"
 
 

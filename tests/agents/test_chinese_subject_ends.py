@@ -144,3 +144,14 @@ def test_a_loose_character_before_de_still_ends_its_word(text: str, word: str) -
     from research.agents.words import _raw_words
 
     assert word in [w for w, _ in _raw_words(text)]
+
+
+@pytest.mark.parametrize(("question", "term"), [
+    ("为什么失眠？", "失眠"),  # the asked verb with no object is the subject itself
+    ("怎么备孕？", "备孕"),
+    ("如何止咳？", "止咳"),
+    ("毛呢大衣怎么洗？", "毛呢大衣"),  # 呢 ends a noun here (毛 + 呢), not a question
+    ("视力模糊是什么原因？", "视力模糊"),  # a less common adjective after a noun is part of a name
+])
+def test_a_name_that_looks_like_what_is_said_of_it_stays(question: str, term: str) -> None:
+    assert term in _terms(question)

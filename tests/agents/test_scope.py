@@ -178,16 +178,20 @@ _BODY = ("Cases are counted every year. About 5 percent test positive, and treat
     "Interval training for racehorses: speed and stamina",
     "Melatonin among dairy cattle: what the trials found",
 ])
-def test_a_title_on_the_subject_in_animals_is_turned_away_for_a_question_on_people(title: str):
+def test_a_title_on_the_subject_in_animals_is_doubted_for_a_question_on_people(title: str):
     question = "How many Americans get Chagas disease, and does interval training or melatonin help?"
     verdict = scope_verdict(question, "en-US", title, _BODY)
-    assert verdict is not None and not verdict.about and verdict.firm, verdict
+    # Soft: WordNet files "python" and "females" first under animals too.
+    assert verdict is not None and not verdict.about and not verdict.firm, verdict
+    assert "the subject in" in verdict.why
 
 
 @pytest.mark.parametrize("title", [
     "Chagas disease in the United States: how many test positive each year",
     "Chagas disease for pet owners: what to watch for",  # the phrase goes on past "pet": owners are people
     "Chagas disease in children: treatment",
+    "Omega-3 in fish and supplements: what the trials show",  # the phrase goes on past the animal
+    "Chagas disease in bats and humans",
 ])
 def test_a_title_on_people_or_places_is_not_turned_away_as_animals(title: str):
     question = "How many Americans get Chagas disease, and how is it treated?"
@@ -195,28 +199,38 @@ def test_a_title_on_people_or_places_is_not_turned_away_as_animals(title: str):
     assert verdict is None or "the subject in" not in verdict.why, verdict
 
 
-def test_a_question_that_names_an_animal_keeps_pages_on_animals():
-    question = "How many dogs get Chagas disease in Texas?"
+@pytest.mark.parametrize("question", ["How many dogs get Chagas disease in Texas?",
+                                      "Can my dog's Chagas disease spread to me?"])
+def test_a_question_that_names_an_animal_keeps_pages_on_animals(question: str):
     verdict = scope_verdict(question, "en-US", "Chagas disease in dogs: a Texas survey", _BODY)
-    assert verdict is None or verdict.about
+    assert verdict is None or "the subject in" not in verdict.why, verdict
 
 
 # ------------------------------------------------- the kind word up front, the thing nowhere (another thing)
 
 def test_a_page_whose_lead_names_the_kind_word_of_something_else_is_another_thing():
-    question = "How fast are emperor penguin numbers falling?"
-    throne = ("Why are fewer people interested in the imperial family?",
-              "Interest in the imperial family has fallen for a decade, and numbers at the new emperor's first "
-              "public greeting were the lowest on record. Younger people say the family matters less to them.")
-    verdict = scope_verdict(question, "en-US", *throne)
+    question = "How fast are viceroy butterfly numbers falling?"
+    governor = ("Why did the Raj end so quickly?",
+                "The last viceroy left Delhi in 1948, and numbers at the farewell parade were the lowest of any "
+                "state occasion. Historians still argue about how fast power was handed over.")
+    verdict = scope_verdict(question, "en-US", *governor)
     assert verdict is not None and not verdict.about and verdict.firm, verdict
-    assert not page_about(subject_of(question, "en-US"), *throne).about
+    assert not page_about(subject_of(question, "en-US"), *governor).about
+
+
+def test_a_page_whose_lead_names_the_thing_otherwise_is_not_turned_away_firmly():
+    # "speed" (Zipf 5.0) is too common a kind word to say the page is on something else: it calls the
+    # cameras "automated enforcement".
+    verdict = scope_verdict("Do speed cameras reduce crashes?", "en-US",
+                            "Automated enforcement and road safety: a review",
+                            "Automated speed enforcement reduced injury crashes by a fifth. Fines fell over time.")
+    assert verdict is None or not verdict.firm, verdict
 
 
 def test_a_page_that_names_the_thing_in_some_form_is_not_turned_away_by_its_lead():
-    question = "How fast are emperor penguin numbers falling?"
-    colony = ("Counting colonies from space",
-              "The emperor colonies on the sea ice are counted each winter from satellite images. Chicks were "
-              "lost at 19 of them in 2022, and the penguins' numbers may fall by 90 percent by 2100.")
+    question = "How fast are viceroy butterfly numbers falling?"
+    colony = ("Counting them from the roadside",
+              "The viceroy colonies along the river are counted each summer. Numbers fell by half in 2022, and "
+              "the butterflies may vanish from the valley by 2040.")
     verdict = scope_verdict(question, "en-US", *colony)
     assert verdict is None or verdict.about, verdict

@@ -33,7 +33,7 @@ def test_the_wait_goes_on_while_the_jobs_make_progress_though_none_finishes(alic
 
     def work() -> None:
         try:
-            for seq in range(30):  # an event every 0.2 s for 6 s, far past the timeout and one stall
+            for seq in range(30):  # an event every 0.2 s for 6 s: three times the timeout, twice a stall
                 JobEvent.objects.create(job=job, seq=seq + 1, type="step.activity", payload={})
                 time.sleep(0.2)
             ResearchJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE)
@@ -43,7 +43,31 @@ def test_the_wait_goes_on_while_the_jobs_make_progress_though_none_finishes(alic
     worker = threading.Thread(target=work)
     worker.start()
     try:
-        _stack().wait_jobs([job.pk], timeout=0.2, stall=3.0)
+        _stack().wait_jobs([job.pk], timeout=2.0, stall=3.0)  # at most 8 s in all
     finally:
         worker.join()
     assert ResearchJob.objects.get(pk=job.pk).status == JobStatus.DONE
+
+
+def test_the_wait_never_runs_past_its_ceiling_however_busy_the_jobs(alice):
+    job = ResearchJob.objects.create(owner=alice, question="q", status=JobStatus.RESEARCHING)
+    stop = threading.Event()
+
+    def busy() -> None:
+        try:
+            seq = 0
+            while not stop.is_set():  # a job that loops writing events and never finishes
+                seq += 1
+                JobEvent.objects.create(job=job, seq=seq, type="step.activity", payload={})
+                time.sleep(0.1)
+        finally:
+            close_old_connections()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        with pytest.raises(TimeoutError):
+            _stack().wait_jobs([job.pk], timeout=0.5, stall=10.0)  # the ceiling: 2 s
+    finally:
+        stop.set()
+        worker.join()
