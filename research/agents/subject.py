@@ -128,7 +128,7 @@ class Subject:
 
 # An abbreviation in brackets after a name: "(BNPL)", "（Hp）", "(mTBI)". Capitals in it, ten characters at most.
 _ABBREVIATION = textre.compile(r"[（(]\s*([A-Za-z][A-Za-z0-9.&-]{1,9})\s*[）)]")
-_HAN_TAIL = textre.compile(r"[\u4e00-\u9fff]+$")
+_HAN_TAIL = textre.compile(f"[{scripts.HAN}]+$")
 _EN_WORD = textre.compile(r"[A-Za-z][A-Za-z'’]*")
 
 
