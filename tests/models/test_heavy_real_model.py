@@ -36,6 +36,13 @@ def test_heavy_job_with_two_runs_against_the_real_model(alice, model_worker, mod
     if job.status == JobStatus.FAILED:
         assert job.error and "\n" not in job.error and "Traceback" not in job.error, job.error
         return
+    assert job.report_versions.exists() and job.artifacts.filter(name="report.md").exists()
+    accepted = job.plan_versions.get(accepted=True).plan
+    if accepted.get("has_enough_context"):
+        # The graph's edge for a plan with enough context: planning → reporting, no step runs. The model's
+        # answer depends on the prompt (today's date is in it), so some days there is no run to test.
+        assert not StepRun.objects.filter(step__job=job).exists()
+        pytest.skip("the model's plan said it had enough context: the job wrote its report with no step run")
     # Done: each research step ran as two runs and a synthesis merged what succeeded.
     assert "researcher" in set(LLMCall.objects.filter(job=job).values_list("agent", flat=True))
     for step in JobStep.objects.filter(job=job, status="done").exclude(step_type="processing"):
