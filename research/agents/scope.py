@@ -129,7 +129,7 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         # "Austria's KlimaTicket" for a question on Germany's ticket; Bavaria or Europe would be no other.
         return S.Verdict(False, "its title is about another place than the question's")
     animal = _animals_for(title) if script == "en" else ""
-    if animal and not any(is_animal(_bare(w)) for w in _TITLE_TOKEN.findall(question) if _bare(w).isalpha()):
+    if animal and not any(is_animal(S._owner(w)) for w in _TITLE_TOKEN.findall(question) if S._owner(w).isalpha()):
         # "Lyme disease in dogs", "Interval training for racehorses": the subject in animals, where the
         # question asks of people (it names no animal of its own). Soft: WordNet files "python", "females"
         # and "drones" first under animals too, so this is no evidence of another subject on its own.
@@ -236,16 +236,11 @@ _TITLE_TOKEN = textre.compile(r"[A-Za-z][A-Za-z'-]*|[^\sA-Za-z]")
 _AMONG = frozenset({"in", "for", "among"})
 
 
-def _bare(token: str) -> str:
-    """A token without its possessive ("dog's", "dogs'")."""
-    return token.removesuffix("'s").removesuffix("’s").rstrip("'’")
-
-
 def _animals_for(title: str) -> str:
     """The animal a title puts its topic in or for, right after the preposition or one word after it, and
     ending the title's phrase ("… in dogs:", "… for racehorses", "among dairy cattle"; not "for pet owners",
     nor "in fish and supplements"), or ''."""
-    tokens = [_bare(t.lower()) for t in _TITLE_TOKEN.findall(title)]
+    tokens = [S._owner(t.lower()) for t in _TITLE_TOKEN.findall(title)]
     for i, token in enumerate(tokens):
         if token not in _AMONG:
             continue

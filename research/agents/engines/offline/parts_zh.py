@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from research import textre
 from research.agents.text import ZH_STOP_PHRASES, key_terms
-from research.agents.words import ASPECT_NOUNS_ZH, _raw_words, _zh_grammar, zh_tagged
+from research.agents.words import ASPECT_NOUNS_ZH, ZH_COMPARE_VERBS, ZH_HOW, _raw_words, _zh_grammar, zh_tagged
 
 MAX_PARTS = 4  # parts of one question, in either language
 
@@ -17,9 +17,8 @@ _ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万�
 _ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多", "有何", "如何", "怎样", "怎么样", "怎么", "多少",
            "多大", "多快", "多高", "多长", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否", "情况", "吗",
            "呢", "几", "谁", "何时")
-_ZH_COMPARE = ("相比", "比较", "对比", "相较", "区别", "差异", "不同", "哪个更", "孰")
-_ZH_LEAD = ("如何", "怎样", "怎么", "为何", "为什么", "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何",
-            "有哪些")
+_ZH_COMPARE = (*ZH_COMPARE_VERBS, "区别", "差异", "不同", "哪个更", "孰")
+_ZH_LEAD = (*ZH_HOW, "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何", "有哪些")
 _ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
                    "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "有多")
 _ZH_PRONOUNS = ("它们", "它", "其", "该")
