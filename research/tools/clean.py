@@ -4,7 +4,8 @@ What goes: bylines, dates and "updated on" lines, reading times and view counts 
 glued with the page title in front of the first sentence: "…格局 作者：本报编辑部 · 更新于2025年3月14日 ·
 阅读约5分钟 2023年中国…"), editor modelines (vim, emacs), badges (image-only paragraphs in Markdown,
 substitution-only lines and image directives in reStructuredText), sponsor / backer / contributor
-blurbs and sections, share / subscribe lines. English and Chinese.
+blurbs and sections, share / subscribe lines, links under a navigation label ("Related:", 相关阅读：).
+English and Chinese.
 
 What stays: every content sentence. The rules are anchored on structure first (a Markdown block from
 markdown-it's tokens, an RST explicit-markup block, a whole line), and a meta run counts only when it
@@ -101,7 +102,12 @@ _BLURB = textre.compile(
     r"your logo will show up here|consider becoming (?:a|our) (?:backer|sponsor)|relies on your generous donations|"
     r"^\s*sponsored by\b|buy me a coffee|"
     r"感谢所有(?:的)?(?:贡献者|赞助者|赞助商|支持者)|成为(?:我们的)?(?:赞助商|赞助者|支持者)|赞助本项目|请考虑赞助|"
-    r"(?:logo|标志)将(?:会)?(?:显示|出现)在这里|本项目的存在离不开",
+    r"(?:logo|标志)将(?:会)?(?:显示|出现)在这里|本项目的存在离不开|"
+    # A link to another page under a navigation label, opening its sentence ("Related: How to count your
+    # days …", "相关阅读：…"); the label with its colon is what makes it a link, not prose.
+    r"(?:^\s*|[.!?。！？]\s*)(?:Related(?:\s+(?:articles?|stories|posts|reading))?|See\s+also|Read\s+more|Also\s+read"
+    r"|Further\s+reading|More\s+on\s+this|Read\s+next)\s*:|(?:^\s*|[.!?。！？]\s*)(?:相关阅读|延伸阅读|推荐阅读|相关文章"
+    r"|相关链接|相关新闻|阅读更多)\s*[:：]",
     textre.I,
 )
 

@@ -234,3 +234,77 @@ def test_a_page_that_names_the_thing_in_some_form_is_not_turned_away_by_its_lead
               "the butterflies may vanish from the valley by 2040.")
     verdict = scope_verdict(question, "en-US", *colony)
     assert verdict is None or verdict.about, verdict
+
+
+# -- a Chinese question that names no place asks of China (CLDR place names via Babel) ------------------
+
+NO_PLACE_Q = "网约车司机一个月能挣多少钱？"
+
+
+@pytest.mark.parametrize("title", ["日本网约车司机一个月能挣多少", "欧盟网约车司机的收入调查",
+                                   "美国网约车司机月收入是多少"])
+def test_a_title_on_a_foreign_place_is_another_place_for_a_chinese_question_naming_none(title: str):
+    page = (title, "网约车司机每月收入在扣除平台抽成和油费后差别很大。")
+    verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *page)
+    assert verdict is not None and not verdict.about and verdict.firm
+
+
+def test_a_foreign_title_whose_page_names_china_is_only_doubted():
+    page = ("日本网约车司机一个月能挣多少", "日本网约车司机的收入比中国网约车司机高。")
+    verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *page)
+    assert verdict is not None and not verdict.about and not verdict.firm
+
+
+@pytest.mark.parametrize("title", ["网约车司机一个月能挣多少钱：最新调查", "沿海地区网约车司机收入调查",
+                                   "内蒙古网约车司机月收入", "中美网约车司机收入比较", "我国网约车司机月收入调查"])
+def test_a_title_on_china_or_on_no_foreign_place_is_not_another_place(title: str):
+    page = (title, "网约车司机每月收入在扣除平台抽成和油费后约为六千元。")
+    verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *page)
+    assert verdict is None or verdict.about
+
+
+def test_a_chinese_question_that_names_a_foreign_place_keeps_pages_on_it():
+    page = ("日本网约车司机一个月能挣多少", "日本网约车司机每月收入约三十万日元。")
+    verdict = scope_verdict("日本网约车司机一个月能挣多少钱？", "zh-CN", *page)
+    assert verdict is None or verdict.about
+
+
+# -- a Chinese title on another thing of the question's class (Cilin) --------------------------------------
+
+def test_a_title_on_another_thing_of_the_same_class_is_turned_away_in_chinese():
+    question = "在德国读硕士一年要花多少钱？"
+    phd = ("在德国读博士一年要花多少钱", "读博士一般有工资，每月约两千欧元，不用交学费。")
+    verdict = scope_verdict(question, "zh-CN", *phd)
+    assert verdict is not None and not verdict.about and verdict.firm and "博士" in verdict.why
+    masters = ("在德国读硕士一年要花多少钱", "公立大学读硕士不收学费，每学期只交约300欧元注册费。")
+    assert not _rejected(question, "zh-CN", masters)
+    # The page that names the question's own word too may compare the two: no verdict from the class alone.
+    both = ("在德国读博士一年要花多少钱", "读博士比读硕士多花两年，但每月有工资。")
+    verdict = scope_verdict(question, "zh-CN", *both)
+    assert verdict is None or "博士" not in verdict.why
+
+
+def test_a_chinese_synonym_is_never_another_thing_of_the_class():
+    from research.agents.synonyms import same_class
+
+    assert same_class("硕士", "博士")
+    assert not same_class("儿童", "孩子")  # one meaning in Cilin
+    assert not same_class("硕士", "硕士")
+
+
+# -- a Chinese attribute noun inside a compound names the thing ---------------------------------------------
+
+def test_an_attribute_noun_before_the_head_is_part_of_the_chinese_compound():
+    from research.agents.scope import subject_phrase
+
+    assert subject_phrase("儿童安全座椅能降低多少伤亡？", "zh-CN") == ("儿童", "安全", "座椅")
+    assert "数量" not in subject_phrase("中国电动汽车充电桩的数量有多少？", "zh-CN")
+
+
+def test_a_chinese_modifier_named_after_the_head_does_not_name_the_kind():
+    question = "儿童安全座椅能降低多少伤亡？"
+    stroller = ("婴儿推车儿童座椅安全吗？事故数据说明了什么",
+                "婴儿推车上的儿童座椅翻倒时，婴儿推车事故里孩子受伤的比例很高。婴儿推车的刹车也常常失灵。")
+    assert _rejected(question, "zh-CN", stroller)
+    car = ("儿童安全座椅能降低多少伤亡", "正确使用儿童安全座椅，可使婴儿死亡风险降低71%。")
+    assert not _rejected(question, "zh-CN", car)

@@ -210,6 +210,10 @@ CONTENT = [
     "Share prices fell 3 percent on March 14, 2025.",
     "The vim editor reads a modeline such as vim: set ts=4 from the first lines.",
     "Sponsors of the bill said it would cut costs by 12 percent.",
+    "Related studies found the same effect in 2023.",
+    "See also the 2024 report, which found a 12 percent fall.",
+    "相关阅读量在2024年增长了12%。",
+    "Read more slowly: the rules changed on 1 May 2025.",
 ]
 
 
@@ -235,6 +239,10 @@ FURNITURE = [
     "Share this story: Twitter Facebook",
     "分享到：微信 微博",
     "Sign up for our newsletter",
+    "Related: How to count your days in the UK for settlement.",
+    "See also: the best side dishes for a Japanese beef dinner",
+    "相关阅读：英国毕业生签证怎么申请",
+    "Read more: Heat pumps in cold climates",
 ]
 
 
@@ -243,6 +251,14 @@ def test_a_furniture_line_goes(line):
     content = "Heat pumps cut energy use by 40 percent."
     assert clean_text(line + "\n\n" + content) == content
     assert is_furniture(line)
+
+
+def test_a_related_link_glued_to_a_paragraph_goes_and_the_paragraph_stays():
+    text = ("Serve small portions; most people find 100 grams of such rich beef plenty. "
+            "Related: the best side dishes for a Japanese beef dinner.")
+    assert clean_text(text) == "Serve small portions; most people find 100 grams of such rich beef plenty."
+    fee = "毕业生签证的申请费为822英镑。"
+    assert clean_text(f"{fee}相关阅读：如何计算在英国的居留天数。") == fee
 
 
 def test_the_offline_ranker_skips_furniture_sentences_from_text_indexed_before_cleaning():
