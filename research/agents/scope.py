@@ -75,6 +75,12 @@ def _title_words(title: str) -> list[str]:
     return out
 
 
+def _zipf(word: str, script: str) -> float:
+    """How common a word is in its own language: a Latin word in a Chinese title ("capacity" of "DESIGN
+    CAPACITY和…：笔记本…") is as common as it is in English, not rare because Chinese text seldom uses it."""
+    return S.zipf(word, "en" if script == "zh" and word.isascii() and word.isalpha() else script)
+
+
 def _zh_time_word(word: str) -> bool:
     return any(flag == "t" for _, flag in S.zh_tagged(word))
 
@@ -185,14 +191,14 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
             # Nor a property (心源性 of 心源性猝死: a Chinese word in 性 says what the thing is like) where the
             # question's missing word is none: it fills another slot (马拉松比赛中的猝死 says where), so it
             # is no other kind of the thing; 病毒性肺炎 against 细菌性肺炎 still is.
-            if (before and before not in words and S.zipf(before, script) < _MODIFIER_RARE
+            if (before and before not in words and _zipf(before, script) < _MODIFIER_RARE
                     and before not in _question_words(question)
                     and not (_property(before) and not any(_property(m) for m in missing))):
                 # Unless the page names the question's kind as often as the title's: then the title's word
                 # qualifies the same thing (长跑赛事中的心源性猝死 on a page about marathons, "zoster vaccine"
                 # on a page that says shingles throughout), not another kind of it.
                 least = max(2, page.hits(before))
-                kinds = [m for m in missing if S.zipf(m, script) < _MODIFIER_RARE] or missing  # not 比赛
+                kinds = [m for m in missing if _zipf(m, script) < _MODIFIER_RARE] or missing  # not 比赛
                 if not all(page.hits(m) >= least for m in kinds):
                     return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
                 return None
@@ -218,7 +224,7 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         whole = joiner.join(words) if len(words) > 1 else head
         # (A kind the question itself names elsewhere is its own: 木结构房子 for "房子为什么大多是木结构".)
         other = next((k for k in _kinds_before(title, title_seq, head, script, words)
-                      if S.zipf(k, script) < _MODIFIER_RARE and page.hits(k) > page.hits(whole)
+                      if _zipf(k, script) < _MODIFIER_RARE and page.hits(k) > page.hits(whole)
                       and k not in _question_words(question)), "")
         if other:
             return S.Verdict(False, f"its title sets {other} {head} beside {whole}, and the page names it more",
@@ -228,17 +234,17 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         return S.Verdict(True, f"its title names {' '.join(words)}")
     if page.in_lead(head) and page.hits(head) >= 2:
         return None
-    in_lead = [m for m in modifiers if page.in_lead(m) and S.zipf(m, script) < _MODIFIER_RARE]
-    if (script == "en" and in_lead and S.zipf(head, script) < _HEAD_SPECIFIC and not page.names_family(head)
+    in_lead = [m for m in modifiers if page.in_lead(m) and _zipf(m, script) < _MODIFIER_RARE]
+    if (script == "en" and in_lead and _zipf(head, script) < _HEAD_SPECIFIC and not page.names_family(head)
             and not any(page.in_title(m) for m in modifiers)):
         # A rare kind word up front and the thing nowhere, in no form: the word is said of something else ("the
         # new monarch was crowned" on a page on the monarchy, for monarch butterflies; "back up" with rsync
         # for a restic backup repository). Firm for a word rarer than Zipf 4.0 only: a page may call the thing
         # otherwise ("Automated speed enforcement" for speed cameras; "speed", 5.0, is too common to count).
         # The title's own case is below.
-        firm = all(S.zipf(m, script) < S.SPECIFIC for m in in_lead)
+        firm = all(_zipf(m, script) < S.SPECIFIC for m in in_lead)
         return S.Verdict(False, f"its lead names {'/'.join(in_lead)} and the page never names {head}", firm=firm)
-    if any(page.in_title(m) for m in modifiers) and S.zipf(head, script) < _HEAD_SPECIFIC:
+    if any(page.in_title(m) for m in modifiers) and _zipf(head, script) < _HEAD_SPECIFIC:
         said = '/'.join(m for m in modifiers if page.in_title(m))
         if not page.names_family(head):
             # Not once on the whole page, in no form ("insulates" is a form of insulation): the kind is said

@@ -308,3 +308,12 @@ def test_a_chinese_modifier_named_after_the_head_does_not_name_the_kind():
     assert _rejected(question, "zh-CN", stroller)
     car = ("儿童安全座椅能降低多少伤亡", "正确使用儿童安全座椅，可使婴儿死亡风险降低71%。")
     assert not _rejected(question, "zh-CN", car)
+
+
+def test_an_english_word_in_a_chinese_title_is_as_rare_as_it_is_in_english():
+    question = "Windows笔记本怎么看电池还剩多少容量？"
+    text = "在命令行运行powercfg生成电池报告，报告里列出设计容量和完全充电容量。笔记本电池用久了容量会下降。"
+    # "capacity" is a common English word: no other kind of laptop, whatever Chinese text makes of it.
+    assert not _rejected(question, "zh-CN", ("REMAINING CAPACITY和FULL CHARGE：笔记本电池容量怎么看", text))
+    # A rare one still names another kind.
+    assert _rejected(question, "zh-CN", ("MacBook笔记本怎么看电池还剩多少容量", text))
