@@ -8,6 +8,8 @@ import textwrap
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import pytest
+
 from research.agents.rank import BM25, near_duplicate, rank_sentences, split_sentences, stem, tokenize
 from research.agents.text import detect_locale, key_terms
 
@@ -66,6 +68,21 @@ def test_split_sentences_chinese():
         "据行业机构统计，2023年全球固态电池相关专利申请数量超过一万件！",
         "业内人士认为量产仍需数年时间？",
     ]
+
+
+@pytest.mark.parametrize("sentence", [
+    "例如2020—2021年冬季，德国监测到的热泵平均效率仅约2.8。",
+    "2023年全国新建充电桩338万台，同比增长65%。",
+    "赔偿标准按航程确定：800公里以内的航班赔150元，800至2000公里的航班赔300元。",
+])
+def test_a_chinese_sentence_of_figures_is_content(sentence: str):
+    # Its digits are what it says: it is no table row, though fewer than 60% of its characters are Han.
+    assert split_sentences(f"热泵的效率随气温下降。{sentence}", "zh-CN")[-1] == sentence
+
+
+@pytest.mark.parametrize("row", ["2019 2020 2021 2022 2023年。", "1.2 3.4 5.6 7.8 9.0 11.2 13.4万元。"])
+def test_a_chinese_line_of_numbers_alone_is_still_no_sentence(row: str):
+    assert row not in split_sentences(f"热泵的效率随气温下降而下降。{row}", "zh-CN")
 
 
 def test_split_sentences_does_not_glue_menu_items_to_prose():
