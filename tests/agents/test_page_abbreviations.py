@@ -72,3 +72,28 @@ def test_an_abbreviation_is_read_in_the_case_the_page_wrote_it():
 def test_letters_that_are_not_the_name_s_initials_define_nothing(short: str, lead: str):
     text = f"{lead}spray polyurethane foam ({short}) keeps heat in."
     assert _page_abbreviations(_terms(EN, "en-US"), "", text) == ()
+
+
+# -- a Chinese contraction of two subject terms: a character of each (稻鸭 for 稻田 and 鸭子) ---------------
+
+RICE_DUCKS = "稻田里养鸭子能少打多少农药？"
+
+
+@pytest.mark.parametrize("page", [
+    ("稻鸭共作：一亩田少打三遍农药", "稻鸭共作的田里，鸭子吃掉害虫和杂草，每亩可以少打三遍农药。"),
+    ("鸭稻共生模式的农药用量调查", "调查的二十户农户里，鸭稻共生的农户平均每亩少用农药40%。鸭稻共生也省化肥。"),
+])
+def test_a_title_naming_the_subject_by_a_chinese_contraction_is_about_it(page):
+    assert page_about(subject_of(RICE_DUCKS, "zh-CN"), *page).about
+
+
+@pytest.mark.parametrize("page", [
+    # 田稻 is in 青田稻鱼 but across two words (青田, 稻鱼): no contraction.
+    ("青田稻鱼共生系统", "青田稻鱼共生系统已有一千多年历史，鱼吃掉害虫。青田稻鱼很有名，每亩少打两遍农药。"),
+    # Ducks in a pond: no character of 稻田 beside one of 鸭子, so nothing is read as the field.
+    ("池塘养鸭子要打多少药", "池塘里的鸭子容易生病，一年要用三次药。"),
+])
+def test_characters_of_two_terms_across_words_or_apart_are_no_contraction(page):
+    subject = subject_of(RICE_DUCKS, "zh-CN")
+    assert subject.on_page(*page).abbreviations == ()
+    assert not page_about(subject, *page).about
