@@ -70,6 +70,15 @@ def test_a_later_clause_that_opens_with_a_time_word_is_a_comment_on_the_subject(
     assert "的赛前" not in titles[1]
 
 
+@pytest.mark.parametrize(("question", "part"), [
+    ("去德国读研究生一年要花多少钱，毕业后能留下来找工作吗？", "去德国读研究生：毕业后能留下来找工作吗"),
+    ("在上海交社保每月要交多少，退休以后每月能领多少？", "在上海交社保：退休以后每月能领多少"),
+])
+def test_a_later_clause_that_opens_with_an_event_and_a_locative_is_a_comment_on_the_subject(question, part) -> None:
+    titles = [a.title for a in question_aspects(question, "zh-CN")]
+    assert titles[-1] == part
+
+
 def test_attributes_still_take_the_subject_with_de() -> None:
     titles = [a.title for a in question_aspects("美国的房子为什么大多是木结构，防火性能和使用寿命怎么样？", "zh-CN")]
     assert titles[1:] == ["美国的房子的防火性能怎么样", "美国的房子的使用寿命怎么样"]

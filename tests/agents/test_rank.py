@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 import textwrap
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from research.agents.rank import BM25, near_duplicate, rank_sentences, split_sentences, stem, tokenize
 from research.agents.text import detect_locale, key_terms

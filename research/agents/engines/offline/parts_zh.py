@@ -178,8 +178,9 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
         # A clause with an actor of its own whose verb lacks its object: the subject is the object
         # ("孩子几岁以前都要用" → "孩子几岁以前都要用儿童安全座椅", not "儿童安全座椅的孩子…"; jieba tags 用 p).
         return f"{clause}{subject}"
-    if tagged and tagged[0][1] == "t":
-        # A time word opens a comment on the subject as topic ("赛前应该做哪些检查"): "X的赛前" is no phrase.
+    if tagged and (tagged[0][1] == "t" or (len(tagged) >= 2 and tagged[1][1] == "f" and tagged[0][1][:1] in "nv")):
+        # A time word opens a comment on the subject as topic ("赛前应该做哪些检查"), and so does an event with a
+        # locative after it ("毕业后能留下来工作几年", "退休以后…"): "X的赛前", "X的毕业后" are no phrases.
         return f"{subject}：{clause}"
     return f"{subject}的{clause}"
 
