@@ -37,6 +37,18 @@ def test_a_sentence_states_the_unit_a_part_asks_for(part, sentence, states):
     assert bool(unit.search(sentence)) is states
 
 
+@pytest.mark.parametrize(("part", "sentence", "states"), [
+    ("苹果园的亩产怎么样", "管理得好的果园，每亩一年可产苹果约4000斤。", True),
+    ("苹果园的亩产怎么样", "果园每亩一年的投入约3000元。", False),  # money, not a harvest
+    ("What is the average corn yield in Iowa?", "Iowa farms harvested 200 bushels an acre in 2023.", True),
+    ("What is the average corn yield in Iowa?", "Seed costs about 120 dollars an acre.", False),
+])
+def test_a_yield_is_stated_as_a_weight(part, sentence, states):
+    unit = asked_unit(part)
+    assert unit is not None
+    assert bool(unit.search(sentence)) is states
+
+
 @pytest.mark.parametrize("part", ["What limits solid-state battery production?", "中国海上风电的发展现状如何",
                                   "Why did insurance premiums rise?"])
 def test_a_part_that_asks_no_unit_has_none(part):
@@ -91,3 +103,17 @@ def test_the_answer_to_a_how_soon_part_states_the_span_in_any_words():
     section = _Section(soon.title, [worded, timed], "", True, {"asked": ["soon", "treatment", "start"]})
     chosen = [s for label, s in _answer(question, aspects, [section])]
     assert chosen[0] is timed, chosen
+
+
+@pytest.mark.parametrize(("question", "locale", "asked"), [
+    ("苹果园套种大豆和只种苹果相比，亩产和利润怎么样？", "zh-CN", {"亩产", "利润"}),
+    ("What are the yields and profits of agrivoltaic farms?", "en-US", {"yield", "profit"}),
+])
+def test_a_yield_or_a_profit_is_asked_of_the_subject_never_its_name(question, locale, asked):
+    from research.agents.subject import subject_of
+    from research.agents.words import _norm
+
+    subject = subject_of(question, locale)
+    named = {w for term in subject.terms for w in term.words}
+    assert not named & {_norm(w) for w in asked}
+    assert subject.terms  # the subject is still there: 苹果园 / agrivoltaic farms
