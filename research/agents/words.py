@@ -148,7 +148,7 @@ ASPECT_NOUNS_EN = frozenset((
     "effects future outlook prospects status state progress performance capacity output demand supply risk "
     "risks benefit benefits advantage advantages disadvantage disadvantages pros cons cause causes driver "
     "drivers share role problem problems size sign signs symptom symptoms type types kind kinds rate rates "
-    "level levels amount trend trends history profit profits income revenue yield yields"
+    "level levels amount trend trends history profit profits income revenue yield yields premium premiums"
 ).split())
 ASPECT_NOUNS_ZH = frozenset((
     "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
@@ -161,7 +161,7 @@ ASPECT_NOUNS_ZH = frozenset((
 # in what a part asks (research/agents/engines/offline/parts.py), never in a subject.
 ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
     "sign signs symptom symptoms",
-    "cost costs price prices expense expenses",
+    "cost costs price prices expense expenses premium premiums",
     "risk risks danger dangers hazard hazards",
     "benefit benefits advantage advantages",
     "disadvantage disadvantages drawback drawbacks downside downsides",

@@ -108,8 +108,9 @@ def test_the_answer_to_a_how_soon_part_states_the_span_in_any_words():
 @pytest.mark.parametrize(("question", "locale", "asked"), [
     ("苹果园套种大豆和只种苹果相比，亩产和利润怎么样？", "zh-CN", {"亩产", "利润"}),
     ("What are the yields and profits of agrivoltaic farms?", "en-US", {"yield", "profit"}),
+    ("Why are flood insurance premiums rising in Louisiana?", "en-US", {"premium"}),  # an insurance's price
 ])
-def test_a_yield_or_a_profit_is_asked_of_the_subject_never_its_name(question, locale, asked):
+def test_a_yield_a_profit_or_a_premium_is_asked_of_the_subject_never_its_name(question, locale, asked):
     from research.agents.subject import subject_of
     from research.agents.words import _norm
 
