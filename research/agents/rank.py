@@ -96,6 +96,9 @@ def _split_block(block: str) -> list[str]:
     return [block[start:end] for start, end in sentence_bounds(block, footnotes=True)]
 
 
+_HAN_RUN = textre.compile(f"[{scripts.HAN}]{{6,}}")
+
+
 def _letters_ratio(text: str, *, digits: bool = False) -> float:
     """The share of visible characters that are letters (and digits, with `digits`)."""
     visible = [ch for ch in text if not ch.isspace()]
@@ -147,7 +150,8 @@ def is_content_sentence(sentence: str) -> bool:
     # ("截至2023年底…达到859.6万台，同比增长65%。"), so it may hold more digits per character, and its
     # figures count with its words: "例如2014—2015年流行季，美国监测到的疫苗保护效果仅约19%。" is 59% characters.
     share = 0.4 if cjk >= 6 else 0.25
-    words = _letters_ratio(shown, digits=cjk >= 6)
+    # (Only in prose: a run of six Han characters or more, not a list of names and numbers.)
+    words = _letters_ratio(shown, digits=cjk >= 6 and _HAN_RUN.search(shown) is not None)
     return words >= 0.6 and sum_digits <= len(shown) * share
 
 

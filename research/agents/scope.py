@@ -75,10 +75,30 @@ def _title_words(title: str) -> list[str]:
     return out
 
 
+def _names_thing(content: list[str], at: int, aspects: frozenset[str]) -> bool:
+    """The Chinese attribute noun at `at` stands before a noun of the phrase that is no attribute (座椅 of
+    儿童安全座椅, by jieba's noun tags; not a verbal noun or adjective: 过剩 of 产能过剩 is said of the thing)."""
+    if at + 1 >= len(content) or content[at + 1] in aspects:
+        return False
+    tags = S.zh_tagged(content[at + 1])
+    return len(tags) == 1 and tags[0][1] in ("n", "nz", "nt", "nr")
+
+
+def _after_head(title: str, head: str, modifier: str) -> bool:
+    """The Chinese title names the modifier only after its head, in the same clause (安全 of 儿童座椅安全吗)."""
+    start = title.find(head)
+    if start < 0 or modifier in title[:start]:
+        return False
+    clause = textre.split(r"[，,；;？?！!。：:]", title[start:])[0]
+    return modifier in clause
+
+
 def _zipf(word: str, script: str) -> float:
     """How common a word is in its own language: a Latin word in a Chinese title ("capacity" of "DESIGN
-    CAPACITY和…：笔记本…") is as common as it is in English, not rare because Chinese text seldom uses it."""
-    return S.zipf(word, "en" if script == "zh" and word.isascii() and word.isalpha() else script)
+    CAPACITY和…：笔记本…") is as common as it is in English, not rare because Chinese text seldom uses it.
+    (Not a short one: "Pro", "Air" and "Max" name product tiers, however common in English.)"""
+    english = script == "zh" and word.isascii() and word.isalpha() and len(word) >= 5
+    return S.zipf(word, "en" if english else script)
 
 
 def _zh_time_word(word: str) -> bool:
@@ -104,12 +124,9 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
     places = set() if zh else {S._norm(w.lower()) for w in textre.findall(r"[A-Z][A-Za-z]+", subject) if places_in(w)}
     content = [w for w, _ in _content_words(subject) if not _place(w, zh) and w not in places]
-    # A Chinese attribute noun with the thing's own noun after it names the thing (儿童安全座椅 is a safety
-    # seat); only the trailing ones are asked of it (充电桩的数量, 固态电池量产).
-    named = len(content)
-    while zh and named and content[named - 1] in aspects:
-        named -= 1
-    out = [w for i, w in enumerate(content) if w not in aspects or (zh and i < named)]
+    # A Chinese attribute noun with a noun of the thing's own after it names the thing (儿童安全座椅 is a safety
+    # seat); the trailing ones are asked of it (充电桩的数量, 固态电池量产, 碳酸锂价格走势).
+    out = [w for i, w in enumerate(content) if w not in aspects or (zh and _names_thing(content, i, aspects))]
     return tuple(dict.fromkeys(out)), "zh" if zh else "en"
 
 
@@ -146,13 +163,15 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         asked, named = _places(question), _places(title)
         if asked and named and not (asked & named):
             return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
-        abroad = zh_foreign_places(title)
+        abroad = _place_before_subject(question, locale, title)
         if abroad and not asked and not zh_foreign_places(question) and not zh_home(question) and not zh_home(title):
             # A Chinese question that names no place asks of China (航班延误 is China's rules, 幽门螺杆菌感染率
-            # China's rate): a title on 日本 or 欧盟 is about another place. Firm where the page never names
-            # China either; one that does may compare the two, and is only read last.
-            return S.Verdict(False, f"its title is about {'、'.join(abroad)}; the question asks of China",
-                             firm=not zh_home(text))
+            # China's rate): a title that puts the subject in 日本 or 欧盟 is about another place. Firm only
+            # for 日本的幽门螺杆菌 (the place's own, said with 的) on a page that never names China; a place
+            # written against a name may be part of it (英国NHS, 日本寿司, 德国牧羊犬): read last.
+            place, owned = abroad
+            return S.Verdict(False, f"its title is about {place}; the question asks of China",
+                             firm=owned and not zh_home(text))
     elif other_place(places_in(question), places_in(title)):
         # "Austria's KlimaTicket" for a question on Germany's ticket; Bavaria or Europe would be no other.
         return S.Verdict(False, "its title is about another place than the question's")
@@ -172,14 +191,15 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     classmate = _classmate(question, words, title_seq, page) if script == "zh" else None
     if classmate:
         # 读博士 for a question on 读硕士: the title names another thing of the same class (Cilin) where the
-        # question's word would be, and the page never names the question's.
-        return S.Verdict(False, f"its title is about {classmate[1]}, not {classmate[0]}")
+        # question's word would be, and the page never names the question's. Soft: Cilin's classes also hold
+        # near-synonyms (买房 and 购房, 公交车 and 巴士), so the page is only read last.
+        return S.Verdict(False, f"its title is about {classmate[1]}, not {classmate[0]}", firm=False)
     head, modifiers = words[-1], words[:-1]
     if page.in_title(head):
         # (A Chinese modifier names the kind before its head: 安全 of "电动自行车儿童座椅安全吗" is asked of
-        # the seat, so that title does not name 儿童安全座椅.)
-        missing = [m for m in modifiers if not page.in_title(m)
-                   or (script == "zh" and title.find(m) > title.rfind(head))]
+        # the seat, so that title does not name 儿童安全座椅; "电池能用几年？新能源汽车车主必看" still names
+        # 新能源汽车电池, in another clause.)
+        missing = [m for m in modifiers if not page.in_title(m) or (script == "zh" and _after_head(title, head, m))]
         if missing:
             before = _word_before(title_seq, head, script, words)
             named_as = next((m for m in missing if before and same_meaning(before, m) and page.hits(m)), "")
@@ -263,6 +283,26 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     aspects = _ASPECTS_ZH if script == "zh" else _ASPECTS_EN
     if any(w in aspects for w in title_seq) and not page.hits(head) and not any(page.in_title(m) for m in modifiers):
         return S.Verdict(False, f"its title asks the question of something else, never naming {head}", firm=False)
+    return None
+
+
+def _place_before_subject(question: str, locale: str, title: str) -> tuple[str, bool] | None:
+    """(the place outside China the title puts the subject in, whether it says so with 的), or None: the place
+    right before a word of the subject compound or a subject term (日本的幽门螺杆菌感染率, 欧盟航班延误), not
+    one the title names in passing (从美国回国后我开了一年网约车)."""
+    from research.agents.subject import subject_of  # the subject model imports this module
+
+    places = zh_foreign_places(title)
+    if not places:
+        return None
+    names = [*_phrase(question, locale)[0], *(t.text for t in subject_of(question, locale).terms)]
+    for place in places:
+        for at in (m.start() for m in textre.finditer(textre.escape(place), title)):
+            after = title[at + len(place):]
+            owned = after.startswith("的")
+            after = after.removeprefix("的")
+            if any(name and after.lower().startswith(name.lower()) for name in names):
+                return place, owned
     return None
 
 

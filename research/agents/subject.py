@@ -169,6 +169,8 @@ def _page_abbreviations(terms: tuple[tuple[str, tuple[str, ...]], ...], title: s
 
 
 _CONTRACTION_RARE = 3.0  # Zipf: a pair of characters this rare is no word of its own (稻虾 is 0; 小田 is a name)
+# Noun suffixes (a closed class) carry no meaning of their word: 子 of 鸭子 never stands for it (稻子 is rice).
+_NOUN_SUFFIXES = frozenset("子儿头们者")
 
 
 @lru_cache(maxsize=256)
@@ -189,7 +191,8 @@ def _zh_contractions(terms: tuple[tuple[str, tuple[str, ...]], ...], title: str,
             for pair in (a + b for a in dict.fromkeys(first) for b in dict.fromkeys(second)):
                 if pair in found or (not in_title[pair] and in_body[pair] < 2):
                     continue
-                if scripts.count_han(pair) == 2 and zipf(pair, "zh") < _CONTRACTION_RARE:
+                if (scripts.count_han(pair) == 2 and zipf(pair, "zh") < _CONTRACTION_RARE
+                        and not set(pair) & _NOUN_SUFFIXES):
                     found[pair] = first + second
     return tuple(sorted(found.items()))
 

@@ -148,12 +148,13 @@ ASPECT_NOUNS_EN = frozenset((
     "effects future outlook prospects status state progress performance capacity output demand supply risk "
     "risks benefit benefits advantage advantages disadvantage disadvantages pros cons cause causes driver "
     "drivers share role problem problems size sign signs symptom symptoms type types kind kinds rate rates "
-    "level levels amount trend trends history profit profits income revenue yield yields premium premiums"
+    "level levels amount trend trends history profit profits revenue premium premiums"
 ).split())
 ASPECT_NOUNS_ZH = frozenset((
     "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",
     "规模", "影响", "效果", "进展", "前景", "市场", "问题", "风险", "进度", "应用", "出口", "进口", "产量", "费用",
     "症状", "原因", "寿命", "好处", "坏处", "优点", "缺点", "利润", "收益", "收入", "投入", "亩产", "产值",
+    "走势", "趋势", "增长", "增速", "变化",
 ))
 
 # Attribute nouns that ask the same thing: a page answers "the warning signs" with "symptoms" and "费用"
@@ -175,8 +176,8 @@ ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for grou
     "好处 益处 优点",
     "坏处 缺点 弊端",
     "原因 起因 因为 由于 导致",
-    "profit profits earnings income revenue",
-    "利润 收益 纯收入 收入 盈利 赚",
+    "profit profits earnings",
+    "利润 收益 纯收入 盈利 赚",
     "亩产 每亩 产量",
 ))
 

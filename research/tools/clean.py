@@ -102,13 +102,15 @@ _BLURB = textre.compile(
     r"your logo will show up here|consider becoming (?:a|our) (?:backer|sponsor)|relies on your generous donations|"
     r"^\s*sponsored by\b|buy me a coffee|"
     r"感谢所有(?:的)?(?:贡献者|赞助者|赞助商|支持者)|成为(?:我们的)?(?:赞助商|赞助者|支持者)|赞助本项目|请考虑赞助|"
-    r"(?:logo|标志)将(?:会)?(?:显示|出现)在这里|本项目的存在离不开|"
-    # A link to another page under a navigation label, opening its sentence ("Related: How to count your
-    # days …", "相关阅读：…"); the label with its colon is what makes it a link, not prose.
-    r"(?:^\s*|[.!?。！？]\s*)(?:Related(?:\s+(?:articles?|stories|posts|reading))?|See\s+also|Read\s+more|Also\s+read"
-    r"|Further\s+reading|More\s+on\s+this|Read\s+next)\s*:|(?:^\s*|[.!?。！？]\s*)(?:相关阅读|延伸阅读|推荐阅读|相关文章"
-    r"|相关链接|相关新闻|阅读更多)\s*[:：]",
+    r"(?:logo|标志)将(?:会)?(?:显示|出现)在这里|本项目的存在离不开",
     textre.I,
+)
+# A link to another page under a navigation label that opens its sentence ("Related: How to count your days …",
+# "相关阅读：…"): the capitalised label and its colon make it a link, not prose ("e.g. see also: aspirin" stays).
+_NAV_LINK = textre.compile(
+    r"(?:^\s*|[!?。！？]\s*|[a-z0-9)\]]\.\s+)(?:Related(?: (?:articles?|stories|posts|reading))?|See also|Read more"
+    r"|Also read|More on this|Read next|RELATED|SEE ALSO|READ MORE)\s*:|(?:^\s*|[.!?。！？]\s*)(?:相关阅读|延伸阅读"
+    r"|推荐阅读|相关文章|相关链接|相关新闻|阅读更多)\s*[:：]"
 )
 
 
@@ -127,13 +129,17 @@ def _strip_meta(line: str) -> str | None:
     return indent + rest
 
 
+def _blurb(text: str) -> bool:
+    return _BLURB.search(text) is not None or _NAV_LINK.search(text) is not None
+
+
 def _drop_blurbs(line: str) -> str | None:
-    if not _BLURB.search(line):
+    if not _blurb(line):
         return line
     lead = _LINE_LEAD.match(line)
     start = lead.end() if lead else 0  # indentation and list / quote markers stay with the line
     body = line[start:]
-    kept = [body[a:b] for a, b in sentence_bounds(body) if not _BLURB.search(body[a:b])]
+    kept = [body[a:b] for a, b in sentence_bounds(body) if not _blurb(body[a:b])]
     text = "".join(kept).strip()
     return line[:start] + text if textre.search(r"\w", text) else None
 

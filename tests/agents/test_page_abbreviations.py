@@ -92,6 +92,8 @@ def test_a_title_naming_the_subject_by_a_chinese_contraction_is_about_it(page):
     ("青田稻鱼共生系统", "青田稻鱼共生系统已有一千多年历史，鱼吃掉害虫。青田稻鱼很有名，每亩少打两遍农药。"),
     # Ducks in a pond: no character of 稻田 beside one of 鸭子, so nothing is read as the field.
     ("池塘养鸭子要打多少药", "池塘里的鸭子容易生病，一年要用三次药。"),
+    # 稻子 is rice: 子, a noun suffix, never stands for 鸭子.
+    ("稻子生了稻飞虱要打几遍农药", "稻子到了分蘖期容易生虫。稻子生虫后要打两遍农药。"),
 ])
 def test_characters_of_two_terms_across_words_or_apart_are_no_contraction(page):
     subject = subject_of(RICE_DUCKS, "zh-CN")

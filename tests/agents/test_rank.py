@@ -79,7 +79,9 @@ def test_a_chinese_sentence_of_figures_is_content(sentence: str):
     assert split_sentences(f"热泵的效率随气温下降。{sentence}", "zh-CN")[-1] == sentence
 
 
-@pytest.mark.parametrize("row", ["2019 2020 2021 2022 2023年。", "1.2 3.4 5.6 7.8 9.0 11.2 13.4万元。"])
+@pytest.mark.parametrize("row", ["2019 2020 2021 2022 2023年。", "1.2 3.4 5.6 7.8 9.0 11.2 13.4万元。",
+                                 "1.北京 2.上海 3.广州 4.深圳 5.杭州 6.成都。",
+                                 "北京市 12.3% 上海市 11.2% 广州市 9.8%。"])
 def test_a_chinese_line_of_numbers_alone_is_still_no_sentence(row: str):
     assert row not in split_sentences(f"热泵的效率随气温下降而下降。{row}", "zh-CN")
 

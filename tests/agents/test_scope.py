@@ -241,16 +241,19 @@ def test_a_page_that_names_the_thing_in_some_form_is_not_turned_away_by_its_lead
 NO_PLACE_Q = "网约车司机一个月能挣多少钱？"
 
 
-@pytest.mark.parametrize("title", ["日本网约车司机一个月能挣多少", "欧盟网约车司机的收入调查",
-                                   "美国网约车司机月收入是多少"])
-def test_a_title_on_a_foreign_place_is_another_place_for_a_chinese_question_naming_none(title: str):
+@pytest.mark.parametrize(("title", "firm"), [
+    ("日本的网约车司机一个月能挣多少", True),  # the place's own, said with 的
+    ("欧盟的网约车司机收入调查", True),
+    ("美国网约车司机月收入是多少", False),  # written against the name, as 英国NHS is: read last
+])
+def test_a_title_on_a_foreign_place_is_another_place_for_a_chinese_question_naming_none(title: str, firm: bool):
     page = (title, "网约车司机每月收入在扣除平台抽成和油费后差别很大。")
     verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *page)
-    assert verdict is not None and not verdict.about and verdict.firm
+    assert verdict is not None and not verdict.about and verdict.firm is firm
 
 
 def test_a_foreign_title_whose_page_names_china_is_only_doubted():
-    page = ("日本网约车司机一个月能挣多少", "日本网约车司机的收入比中国网约车司机高。")
+    page = ("日本的网约车司机一个月能挣多少", "日本网约车司机的收入比中国网约车司机高。")
     verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *page)
     assert verdict is not None and not verdict.about and not verdict.firm
 
@@ -271,11 +274,11 @@ def test_a_chinese_question_that_names_a_foreign_place_keeps_pages_on_it():
 
 # -- a Chinese title on another thing of the question's class (Cilin) --------------------------------------
 
-def test_a_title_on_another_thing_of_the_same_class_is_turned_away_in_chinese():
+def test_a_title_on_another_thing_of_the_same_class_is_doubted_in_chinese():
     question = "在德国读硕士一年要花多少钱？"
     phd = ("在德国读博士一年要花多少钱", "读博士一般有工资，每月约两千欧元，不用交学费。")
     verdict = scope_verdict(question, "zh-CN", *phd)
-    assert verdict is not None and not verdict.about and verdict.firm and "博士" in verdict.why
+    assert verdict is not None and not verdict.about and "博士" in verdict.why
     masters = ("在德国读硕士一年要花多少钱", "公立大学读硕士不收学费，每学期只交约300欧元注册费。")
     assert not _rejected(question, "zh-CN", masters)
     # The page that names the question's own word too may compare the two: no verdict from the class alone.
@@ -317,3 +320,44 @@ def test_an_english_word_in_a_chinese_title_is_as_rare_as_it_is_in_english():
     assert not _rejected(question, "zh-CN", ("REMAINING CAPACITY和FULL CHARGE：笔记本电池容量怎么看", text))
     # A rare one still names another kind.
     assert _rejected(question, "zh-CN", ("MacBook笔记本怎么看电池还剩多少容量", text))
+
+
+# -- a review's inputs: what the rules above must not turn away (each failed a first version) ------------
+
+@pytest.mark.parametrize(("question", "title"), [
+    ("NHS看病要排队多久？", "英国NHS看病排队时间创新高"),  # a thing of that place: the place is part of its name
+    ("寿司怎么做？", "日本寿司的正宗做法"),
+    ("德牧怎么训练？", "德国牧羊犬训练方法大全"),
+])
+def test_a_place_written_against_a_name_is_at_most_doubted(question: str, title: str):
+    verdict = scope_verdict(question, "zh-CN", title, "正文内容说明这个问题，没有别的。")
+    assert verdict is None or verdict.about or not verdict.firm
+
+
+def test_a_place_named_in_passing_is_no_other_place():
+    title = "从美国回国后我开了一年网约车：司机一个月能挣多少"
+    verdict = scope_verdict(NO_PLACE_Q, "zh-CN", title, "网约车司机每月收入约六千元。")
+    assert verdict is None or verdict.about
+
+
+@pytest.mark.parametrize(("question", "title"), [
+    ("买房需要交哪些税？", "购房需要交哪些税费"),  # Cilin files the two in one class: near-synonyms
+    ("房价还会继续跌吗？", "楼价还会继续跌吗"),
+])
+def test_a_word_of_the_same_cilin_class_is_only_doubted(question: str, title: str):
+    verdict = scope_verdict(question, "zh-CN", title, "专家认为今年还会小幅下跌。")
+    assert verdict is None or verdict.about or not verdict.firm
+
+
+@pytest.mark.parametrize(("question", "title"), [
+    ("碳酸锂价格走势如何？", "碳酸锂期货走势分析"),  # 价格走势 is asked of the thing: both are attributes
+    ("新能源汽车电池能用几年？", "电池能用几年？新能源汽车车主必看"),  # the modifier in another clause
+])
+def test_attributes_and_modifiers_in_another_clause_do_not_make_another_kind(question: str, title: str):
+    verdict = scope_verdict(question, "zh-CN", title, "碳酸锂和电池的情况说明。新能源汽车的电池一般能用八年。")
+    assert verdict is None or verdict.about
+
+
+def test_a_short_latin_product_tier_still_names_another_kind():
+    verdict = scope_verdict("MacBook Air电池能用多久？", "zh-CN", "MacBook Pro电池能用多久", "电池一般能用五年。")
+    assert verdict is not None and not verdict.about

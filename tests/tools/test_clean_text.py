@@ -214,6 +214,7 @@ CONTENT = [
     "See also the 2024 report, which found a 12 percent fall.",
     "相关阅读量在2024年增长了12%。",
     "Read more slowly: the rules changed on 1 May 2025.",
+    "Many drugs interact with warfarin (e.g. see also: aspirin and ibuprofen), so check the label first.",
 ]
 
 

@@ -403,9 +403,9 @@ _UNITS: tuple[tuple[tuple[str, ...], tuple[str, ...], textre.Pattern], ...] = (
                     r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b|"
                     + _N_ZH + r"\s*个?(?:秒|分钟|小时|天|周|星期|个月|年)", textre.I)),
     # A yield is a weight (per area or per head): "亩产" wants "每亩…约150公斤", "crop yield" "8 tonnes a hectare".
-    (("yield", "yields", "harvest", "how much does it produce"), ("亩产", "单产", "产量", "收成"),
+    (("crop yield", "yield per", "yields per", "harvest"), ("亩产", "单产", "收成"),
      textre.compile(r"\b\d[\d,.]*\s*(?:kg|kilo(?:gram)?s?|tonnes?|tons?|bushels?|pounds|lbs?)\b|"
-                    r"\d[\d,.]*\s*(?:万|千)?(?:公斤|千克|斤|吨)", textre.I)),
+                    r"\d[\d,.]*\s*[万千亿]*(?:公斤|千克|斤|吨)", textre.I)),
 )
 
 
