@@ -288,14 +288,12 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
 
 def _place_before_subject(question: str, locale: str, title: str) -> tuple[str, bool] | None:
     """(the place outside China the title puts the subject in, whether it says so with 的), or None: the place
-    right before a word of the subject compound or a subject term (日本的幽门螺杆菌感染率, 欧盟航班延误), not
-    one the title names in passing (从美国回国后我开了一年网约车)."""
-    from research.agents.subject import subject_of  # the subject model imports this module
-
+    right before a word of the subject compound (日本的幽门螺杆菌感染率, 欧盟航班延误), not one the title names in
+    passing (从美国回国后我开了一年网约车)."""
     places = zh_foreign_places(title)
     if not places:
         return None
-    names = [*_phrase(question, locale)[0], *(t.text for t in subject_of(question, locale).terms)]
+    names = _phrase(question, locale)[0]
     for place in places:
         for at in (m.start() for m in textre.finditer(textre.escape(place), title)):
             after = title[at + len(place):]
