@@ -28,7 +28,6 @@ every page and sentence is taken as about it, and the lexical ranking alone deci
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -66,6 +65,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     en_verb_only,
     words,
     zh_asked_verb,
+    zh_contractions,
     zh_people,
     zh_said_of,
     zh_tagged,
@@ -114,7 +114,7 @@ class Subject:
         """The subject as one page names it: with the abbreviations the page defines for a subject term
         ("幽门螺杆菌（Hp）", "buy now, pay later (BNPL)") read as that term on the page."""
         terms = tuple((t.text, t.core) for t in self.terms)
-        found = tuple(sorted(_page_abbreviations(terms, title, text) + _zh_contractions(terms, title, text),
+        found = tuple(sorted(_page_abbreviations(terms, title, text) + zh_contractions(terms, title, text),
                              key=lambda pair: -len(pair[0])))
         if not found or found == self.abbreviations:
             return self
@@ -166,45 +166,6 @@ def _page_abbreviations(terms: tuple[tuple[str, tuple[str, ...]], ...], title: s
         if name and len(name) > len(short):
             found.setdefault(short, name)
     return tuple(sorted(found.items(), key=lambda pair: -len(pair[0])))
-
-
-_CONTRACTION_RARE = 3.0  # Zipf: a pair of characters this rare is no word of its own (稻虾 is 0; 小田 is a name)
-# Noun suffixes (a closed class) carry no meaning of their word: 子 of 鸭子 never stands for it (稻子 is rice).
-_NOUN_SUFFIXES = frozenset("子儿头们者")
-
-
-@lru_cache(maxsize=256)
-def _zh_contractions(terms: tuple[tuple[str, tuple[str, ...]], ...], title: str,
-                     body: str) -> tuple[tuple[str, str], ...]:
-    """(contraction, the two terms it joins) for each Chinese contraction of two subject terms a page uses:
-    a character of each, in either order, as a rare pair (稻虾 and 虾稻 for 稻田 and 小龙虾, as 医保 is 医疗保险),
-    in the title or twice on the page, outside the terms themselves."""
-    names = [text for text, _ in terms if scripts.has_han(text) and len(text) >= 2]
-    if len(names) < 2:
-        return ()
-    in_title, in_body = _pairs(title), _pairs(body[:_PAGE_CHARS])
-    found: dict[str, str] = {}
-    for first in names:
-        for second in names:
-            if first == second:
-                continue
-            for pair in (a + b for a in dict.fromkeys(first) for b in dict.fromkeys(second)):
-                if pair in found or (not in_title[pair] and in_body[pair] < 2):
-                    continue
-                if (scripts.count_han(pair) == 2 and zipf(pair, "zh") < _CONTRACTION_RARE
-                        and not set(pair) & _NOUN_SUFFIXES):
-                    found[pair] = first + second
-    return tuple(sorted(found.items()))
-
-
-def _pairs(text: str) -> Counter[str]:
-    """Two-character words of a Chinese text as the segmenter reads it, or two one-character words side by
-    side (it splits an unknown 稻鸭 as often as not); never two characters across longer words (青田稻鱼
-    holds 田稻 but says 青田 and 稻鱼)."""
-    seq = [w for w, _ in zh_tagged(text)]
-    found: Counter[str] = Counter(w for w in seq if len(w) == 2)
-    found.update(a + b for a, b in zip(seq, seq[1:], strict=False) if len(a) == len(b) == 1)
-    return found
 
 
 def _norm_words(text: str) -> set[str]:
