@@ -163,8 +163,9 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         asked, named = _places(question), _places(title)
         if asked and named and not (asked & named):
             return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
-        abroad = _place_before_subject(question, locale, title)
-        if abroad and not asked and not zh_foreign_places(question) and not zh_home(question) and not zh_home(title):
+        unplaced = not asked and not zh_home(question) and not zh_foreign_places(question)
+        abroad = _place_before_subject(question, locale, title) if unplaced and not zh_home(title) else None
+        if abroad:
             # A Chinese question that names no place asks of China (航班延误 is China's rules, 幽门螺杆菌感染率
             # China's rate): a title that puts the subject in 日本 or 欧盟 is about another place. Firm only
             # for 日本的幽门螺杆菌 (the place's own, said with 的) on a page that never names China; a place

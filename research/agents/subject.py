@@ -380,9 +380,10 @@ def _plain_mention_of(head: str, text: str) -> bool:
     # head is looked for whole.
     key = head if scripts.has_han(head) else head[: max(4, len(head) - 2)]
     text = text[:_PAGE_CHARS]
+    mention = textre.compile(textre.escape(key))
     for start, end in sentence_bounds(text):  # (the boundaries want the case: a capital starts a sentence)
         sentence = text[start:end].lower()
-        spots = [m.start() for m in textre.compile(textre.escape(key)).finditer(sentence)]
+        spots = [m.start() for m in mention.finditer(sentence)]
         if not spots:
             continue
         figures = [m.span() for m in _THAN_A_FIGURE.finditer(sentence)]
