@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from research import textre
 from research.scripts import CJK as CJK_RANGES  # Han (incl. extension A and compatibility), kana and hangul
@@ -20,6 +20,7 @@ from research.scripts import CJK as CJK_RANGES  # Han (incl. extension A and com
 # what is neither a non-letter nor CJK (RE2 has no lookahead to subtract with).
 WORD_NOT_CJK = f"(?:[^\\P{{L}}{CJK_RANGES}]|[^\\P{{N}}{CJK_RANGES}]|_)"
 _TOKEN_RUN = textre.compile(f"([{CJK_RANGES}]+)|({WORD_NOT_CJK}+)")
+_CJK_CHAR = textre.compile(f"[{CJK_RANGES}]")
 MAX_TERM_LENGTH = 64
 
 STOP_WORDS: frozenset[str] = frozenset(
@@ -57,8 +58,11 @@ def stem(word: str) -> str:
     return word
 
 
-def tokenize(text: str) -> list[str]:
-    """Index terms of `text`, in order: English words (stemmed, no stop words) and CJK bigrams."""
+def tokenize(text: str, *, chars: Collection[str] = ()) -> list[str]:
+    """Index terms of `text`, in order: English words (stemmed, no stop words) and CJK bigrams.
+
+    `chars` are one-character CJK terms a query asks for (the 赔 of 钱能赔多少): bigrams never hold one,
+    so each is added once for every time the text has it (赔付 then holds 赔)."""
     terms: list[str] = []
     for cjk, word in _TOKEN_RUN.findall(unicodedata.normalize("NFKC", text).lower()):  # findall: no match objects
         if cjk:
@@ -67,7 +71,15 @@ def tokenize(text: str) -> list[str]:
             word = word.strip("_")
             if word and word not in STOP_WORDS and len(word) <= MAX_TERM_LENGTH:
                 terms.append(stem(word))
+    if chars:
+        normal = unicodedata.normalize("NFKC", text)
+        terms.extend(c for c in chars for _ in range(normal.count(c)))
     return terms
+
+
+def single_chars(terms: Iterable[str]) -> frozenset[str]:
+    """The one-character CJK terms among `terms` (a query's words that bigrams cannot match)."""
+    return frozenset(t for t in terms if len(t) == 1 and _CJK_CHAR.fullmatch(t) is not None)
 
 
 def idf(df: int, total: int) -> float:

@@ -11,14 +11,22 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from research import scripts, textre
+from research import ir, scripts, textre
 from research.agents.text import detect_locale, is_chinese
+from research.agents.words import _zh_grammar
 from research.ir import BM25, stem, tokenize
 from research.report.markdown import identifier_join, unescaped
 from research.report.sentences import sentence_bounds
 from research.tools.clean import is_furniture
 
-__all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "split_sentences", "stem", "tokenize"]
+__all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "single_chars", "split_sentences", "stem",
+           "tokenize"]
+
+
+def single_chars(terms: Collection[str]) -> frozenset[str]:
+    """The one-character Chinese content words among `terms` (赔, 钱): matched in sentences by `tokenize`'s
+    `chars`. Grammar characters (的, 要, 能: jieba's tags) are in every sentence and left out."""
+    return frozenset(c for c in ir.single_chars(terms) if not _zh_grammar(c))
 
 _WS = textre.compile(r"\s+")
 
@@ -258,7 +266,9 @@ def rank_sentences(
     if limit <= 0 or not sentences_with_source:
         return []
     want_zh = is_chinese(locale)
-    docs = [tokenize(s) for s, _ in sentences_with_source]
+    # A Chinese query's one-character words (赔, 钱) match the sentences that hold them, as its bigrams do.
+    chars = single_chars([*tokenize(query), *tokenize(focus)]) - set(ignore)
+    docs = [tokenize(s, chars=chars) for s, _ in sentences_with_source]
     topic_sets = [set(t) for t in (tokenize(term) for term in topic) if t]
     bm25 = BM25(docs)
     skip = set(ignore)

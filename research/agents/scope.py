@@ -163,6 +163,10 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         asked, named = _places(question), _places(title)
         if asked and named and not (asked & named):
             return S.Verdict(False, f"its title is about {'、'.join(sorted(named))}, not {'、'.join(sorted(asked))}")
+        styled = _styled_place(question, locale, title, asked)
+        if styled:
+            # 英式橄榄球 (rugby) for a question on 美国橄榄球: the style names another country's kind of the thing.
+            return S.Verdict(False, f"its title is about {styled[0]}{styled[1]}; the question asks of {styled[2]}")
         unplaced = not asked and not zh_home(question) and not zh_foreign_places(question)
         abroad = _place_before_subject(question, locale, title) if unplaced and not zh_home(title) else None
         if abroad:
@@ -234,6 +238,12 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
                       and w[: -len(words[0])] not in words), "")
         if glued:
             return S.Verdict(False, f"its title is about {glued}, not {''.join(words)}")
+        # An insurance named after the risk it covers (航班延误险 is delay insurance, not a delay; 意外险, 车险): the
+        # title's word is the head and 险, where the title never names the head alone first. (Only 险: other
+        # characters the segmenter joins to a head name parts or kinds of the same thing.)
+        tail = next((w for w in title_seq if script == "zh" and w == f"{head}险"), "")
+        if tail and title_seq.index(tail) < (title_seq.index(head) if head in title_seq else len(title_seq)):
+            return S.Verdict(False, f"its title is about {tail}, not {''.join(words)}")
         # The compound named as the modifier of a thing with a name of its own: "Heat pump water heaters"
         # are water heaters (an English compound's head is its last noun), not heat pumps.
         wider = _named_after(title, head) if script == "en" else ""
@@ -302,6 +312,30 @@ def _place_before_subject(question: str, locale: str, title: str) -> tuple[str, 
             after = after.removeprefix("的")
             if any(name and after.lower().startswith(name.lower()) for name in names):
                 return place, owned
+    return None
+
+
+# Words that name a kind of thing by a country's style (英式橄榄球 is rugby, 美式橄榄球 American football): a closed
+# class. Not 台式 (a desktop computer) nor 西式 (Western, no one country).
+_STYLE_PLACES = {"英式": "英国", "美式": "美国", "日式": "日本", "德式": "德国", "法式": "法国", "意式": "意大利",
+                 "韩式": "韩国", "中式": "中国", "俄式": "俄罗斯", "泰式": "泰国", "港式": "香港", "欧式": "欧洲"}
+
+
+def _styled_place(question: str, locale: str, title: str, asked: frozenset[str]) -> tuple[str, str, str] | None:
+    """(the style word, the subject word after it, the question's places) where the title names the subject in
+    another country's style (英式 before 橄榄球) and the question names a place, not that one, nor the style
+    itself; or None."""
+    places = set(asked) | set(zh_foreign_places(question)) | ({"中国"} if zh_home(question) else set())
+    if not places:
+        return None
+    names = _phrase(question, locale)[0]
+    for style, place in _STYLE_PLACES.items():
+        if style in question or place in places or style not in title:
+            continue
+        for at in (m.end() for m in textre.finditer(style, title)):
+            word = next((name for name in names if name and title[at:].startswith(name)), "")
+            if word:
+                return style, word, "、".join(sorted(places))
     return None
 
 

@@ -361,3 +361,41 @@ def test_attributes_and_modifiers_in_another_clause_do_not_make_another_kind(que
 def test_a_short_latin_product_tier_still_names_another_kind():
     verdict = scope_verdict("MacBook Air电池能用多久？", "zh-CN", "MacBook Pro电池能用多久", "电池一般能用五年。")
     assert verdict is not None and not verdict.about
+
+
+# -- a country's style of the thing (英式橄榄球 is rugby) -------------------------------------------------------
+
+STYLE_Q = "德国啤酒节期间喝的啤酒度数有多高？"
+
+
+@pytest.mark.parametrize("title", ["英式啤酒的度数有多高", "日式啤酒节：度数与口感"])
+def test_a_title_on_another_country_s_style_of_the_thing_is_another_kind(title: str):
+    verdict = scope_verdict(STYLE_Q, "zh-CN", title, "这种啤酒的度数一般在五度左右，节日期间供应量很大。")
+    assert verdict is not None and not verdict.about and verdict.firm
+
+
+@pytest.mark.parametrize(("question", "title"), [
+    (STYLE_Q, "德式啤酒的度数有多高"),  # the question's own country
+    (STYLE_Q, "啤酒节期间的啤酒度数"),  # no style at all
+    ("英式下午茶有哪些讲究？", "英式下午茶的讲究"),  # the question names the style itself
+    ("美式咖啡和拿铁哪个热量高？", "意式咖啡的热量"),  # no place asked: 美式 is a name here, not a place
+    ("台式电脑一般能用几年？", "台式电脑能用几年"),  # 台式 (desktop) is no style of a place
+])
+def test_the_question_s_own_style_or_no_place_asked_is_no_other_kind(question: str, title: str):
+    verdict = scope_verdict(question, "zh-CN", title, "正文说明了这件事的详细情况，包括价格和年限。")
+    assert verdict is None or verdict.about or "式" not in verdict.why
+
+
+# -- an insurance named after the risk it covers (航班延误险) ----------------------------------------------------
+
+def test_an_insurance_named_after_the_risk_is_another_thing():
+    question = "快递丢失了，快递公司一般赔多少？"
+    page = ("快递丢失险怎么买：保费几元、最高赔500元", "这种保险保费很低。快递丢失后凭单号理赔。")
+    verdict = scope_verdict(question, "zh-CN", *page)
+    assert verdict is not None and not verdict.about and "丢失险" in verdict.why
+
+
+@pytest.mark.parametrize("title", ["快递丢失了怎么办：快递公司赔多少", "快递丢失赔偿标准：保价与不保价"])
+def test_the_risk_itself_is_no_insurance(title: str):
+    verdict = scope_verdict("快递丢失了，快递公司一般赔多少？", "zh-CN", title, "快递丢失后，快递公司按保价金额赔偿。")
+    assert verdict is None or verdict.about

@@ -4,7 +4,7 @@ after 的 one part each; see parts.py's docstring for what splits and what does 
 
 from __future__ import annotations
 
-from research import textre
+from research import scripts, textre
 from research.agents.text import ZH_STOP_PHRASES, key_terms
 from research.agents.words import ASPECT_NOUNS_ZH, ZH_COMPARE_VERBS, ZH_HOW, _raw_words, _zh_grammar, zh_tagged
 
@@ -15,12 +15,12 @@ _ZH_AND = textre.compile(r"以及|和|及|与|跟|、")
 _ZH_DIGIT = textre.compile(r"(?:\p{Nd}|[一二三四五六七八九十百千万亿])+(?:年|月|日|号|%|％)")
 # Markers that make a clause ask something, and, the same, where a clause's shared ask begins.
 _ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多", "有何", "如何", "怎样", "怎么样", "怎么", "多少",
-           "多大", "多快", "多高", "多长", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否", "情况", "吗",
-           "呢", "几", "谁", "何时")
+           "多大", "多快", "多高", "多长", "多久", "哪些", "哪个", "哪", "什么", "为何", "为什么", "是否", "能否",
+           "情况", "吗", "呢", "几", "谁", "何时")
 _ZH_COMPARE = (*ZH_COMPARE_VERBS, "区别", "差异", "不同", "哪个更", "孰")
 _ZH_LEAD = (*ZH_HOW, "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何", "有哪些")
 _ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
-                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "有多")
+                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "多久", "有多")
 _ZH_PRONOUNS = ("它们", "它", "其", "该")
 _ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 涉及, 波及 … 参与, 给与: one word
 # A later clause that opens with a verb or a time word continues the first clause's phrase.
@@ -33,10 +33,26 @@ _ZH_AGENT = ("由", "被", "是谁", "是由")
 # A causal verb before 的 makes a relative clause: "疲劳驾驶引发的事故" is the accidents fatigue driving causes,
 # and its subject is what does the causing (疲劳驾驶), not "疲劳驾驶引发". A closed class, so a list.
 _ZH_CAUSES = ("引发", "导致", "造成", "引起", "带来", "诱发", "所致")
+# Hedges that say how often, not what ("一般赔多少钱": usually): never a word a part asks, and a clause that
+# opens with one is said of the subject ("航班延误一般赔多少钱", not "航班延误的一般…"). A closed class.
+_ZH_HEDGES = ("一般来说", "一般", "通常", "大概", "大约", "往往", "平常", "平时")
 
 
 def _zh_asks(clause: str) -> bool:
-    return any(m in clause for m in (*_ZH_ASK, *_ZH_COMPARE))
+    return any(m in clause for m in (*_ZH_ASK, *_ZH_COMPARE)) or _zh_degree_at(clause) >= 0
+
+
+def _zh_degree_at(clause: str) -> int:
+    """Where "how" + an adjective asks a degree (多远, 多严重, 多贵: jieba's 多 before an adjective, or one word
+    多X tagged as one), or -1. 多年, 多种 and 多重 are amounts (tag m), not questions."""
+    at = 0
+    tagged = zh_tagged(clause)
+    for i, (word, flag) in enumerate(tagged):
+        following = tagged[i + 1][1] if i + 1 < len(tagged) else ""
+        if (word == "多" and following in ("a", "ad")) or (len(word) == 2 and word[0] == "多" and flag in ("a", "d")):
+            return at
+        at += len(word)
+    return -1
 
 
 def _zh_ask_start(clause: str, after: int) -> int:
@@ -46,7 +62,9 @@ def _zh_ask_start(clause: str, after: int) -> int:
     if cmp_at >= 0:
         sides = [m.start() for m in _ZH_AND.finditer(clause) if after <= m.start() < cmp_at]
         return sides[-1] if sides else cmp_at
-    return min((clause.find(m, after) for m in _ZH_ASK if clause.find(m, after) >= 0), default=len(clause))
+    degree = _zh_degree_at(clause[after:])
+    return min([*(clause.find(m, after) for m in _ZH_ASK if clause.find(m, after) >= 0),
+                *([after + degree] if degree >= 0 else [])], default=len(clause))
 
 
 def _zh_subject(clause: str) -> tuple[str, str]:
@@ -182,6 +200,8 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
         # A time word opens a comment on the subject as topic ("赛前应该做哪些检查"), and so does an event with a
         # locative after it ("毕业后能留下来工作几年", "退休以后…"): "X的赛前", "X的毕业后" are no phrases.
         return f"{subject}：{clause}"
+    if clause.startswith(_ZH_HEDGES) or (tagged and tagged[0][1] == "d"):
+        return f"{subject}{clause}"  # an adverb opens a predicate of the subject: "一般赔多少钱", "也赔吗"
     return f"{subject}的{clause}"
 
 
@@ -208,13 +228,20 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     # What a later clause continues: the first clause's phrase, or for a yes/no question its subject
     # ("房贷提前还款划算吗，要注意哪些费用" → "房贷提前还款要注意哪些费用").
     phrase = (subject if clauses[0].endswith(("吗", "呢")) else _zh_phrase(clauses[0])) if subject else ""
-    whole = [clauses[0]] + [_zh_carry(c, subject, attr, phrase) for c in clauses[1:]]
+    # A rate the first clause asks of its subject is no part of what later clauses are about
+    # ("幽门螺杆菌感染率有多高，杀菌要吃多久的药": the treatment is of 幽门螺杆菌, not of its infection rate).
+    tagged = zh_tagged(subject) if subject else ()
+    carried = subject
+    if len(tagged) > 1 and (tagged[-1][0] in ASPECT_NOUNS_ZH or (len(tagged[-1][0]) > 1 and tagged[-1][0][-1] == "率")):
+        carried = subject[: -len(tagged[-1][0])]
+        phrase = carried if phrase == subject else phrase
+    whole = [clauses[0]] + [_zh_carry(c, carried, attr, phrase) for c in clauses[1:]]
     parts: list[tuple[str, str]] = []
     for clause in whole:
         split = _zh_list(clause)
         for sub in split or [clause]:
             if len(parts) < MAX_PARTS:
-                own = _zh_own(sub, subject)
+                own = _zh_own(sub, carried)
                 # A "why" part asks for reasons (原因 and its kin, words.ASPECT_KIN: 因为, 由于, 导致), as in English.
                 why = any(w in sub for w in ("为什么", "为何")) and "原因" not in own and len(whole) > 1
                 parts.append((sub, f"原因 {own}".strip() if why else own))
@@ -229,6 +256,13 @@ def _zh_own(part: str, subject: str) -> str:
     asks = (*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些")
     kept = [w for w, lang in _raw_words(_ZH_AND.sub(" ", rest)) if lang == "zh" and len(w) >= 2
             and w not in ZH_STOP_PHRASES and not any(a in w for a in asks)]
+    kept = [w for w in kept if w not in _ZH_HEDGES]
     content = [w for w in kept if w in ASPECT_NOUNS_ZH or not _zh_grammar(w)]
+    if not content:
+        # Colloquial questions ask in one-character words: 钱能赔多少 asks how much money (钱) is paid out
+        # (赔). Their nouns and verbs (jieba's tags) are the part's words then, not the run's bigrams.
+        singles = [w for w, flag in zh_tagged(rest) if len(w) == 1 and flag[:1] in ("n", "v") and scripts.has_han(w)
+                   and not _zh_grammar(w) and w not in ZH_STOP_PHRASES and w not in _ZH_SUBJECT_END]
+        content = [*kept, *singles]
     return (" ".join(dict.fromkeys(content or kept))
             or " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False)))
