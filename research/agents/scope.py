@@ -225,7 +225,12 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
                 least = max(2, page.hits(before))
                 kinds = [m for m in missing if _zipf(m, script) < _MODIFIER_RARE] or missing  # not 比赛
                 if not all(page.hits(m) >= least for m in kinds):
-                    return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}")
+                    # A class of things in the plural ("Tick-borne diseases in the United States") for one of
+                    # them (Lyme disease) that the page names: a survey of the class may hold the subject's own
+                    # figures. Read last, not turned away.
+                    survey = _plural_class(question, title, head) and page.hits(" ".join(words)) > 0
+                    return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}",
+                                     firm=not survey)
                 return None
             absent = [m for m in missing if not page.hits(m)]
             if script == "en" and absent and before and before not in words:
@@ -319,6 +324,15 @@ def _place_before_subject(question: str, locale: str, title: str) -> tuple[str, 
 # class. Not 台式 (a desktop computer) nor 西式 (Western, no one country).
 _STYLE_PLACES = {"英式": "英国", "美式": "美国", "日式": "日本", "德式": "德国", "法式": "法国", "意式": "意大利",
                  "韩式": "韩国", "中式": "中国", "俄式": "俄罗斯", "泰式": "泰国", "港式": "香港", "欧式": "欧洲"}
+
+
+def _plural_class(question: str, title: str, head: str) -> bool:
+    """The English title says the head in the plural where the question says it in the singular: a class of
+    things ("Tick-borne diseases") where the question asks of one (Lyme disease)."""
+    def forms(text: str) -> set[str]:
+        return {t.lower() for t in _TITLE_TOKEN.findall(text) if S._norm(t.lower()) == head}
+    said, titled = forms(question), forms(title)
+    return bool(said) and all(not w.endswith("s") for w in said) and any(w.endswith("s") for w in titled)
 
 
 def _styled_place(question: str, locale: str, title: str, asked: frozenset[str]) -> tuple[str, str, str] | None:

@@ -36,7 +36,7 @@ from research import scripts, textre
 from research.agents import synonyms
 from research.agents.definitions import lead_defines
 from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
-from research.agents.text import ZH_STOP_PHRASES
+from research.agents.text import ZH_STOP_PHRASES, zh_plain
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
     _FUNCTION,
     _HAS_LETTER,
@@ -211,7 +211,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         run.clear()
 
     last_word = ""  # the word before, for `en_verb_only`
-    clause_words = _clause_words(question)
+    clause_words = _clause_words(zh_plain(question))  # 会不会致癌 → 是否会致癌: the repeated verb names nothing
     for at, (word, lang) in enumerate(clause_words):
         last_word, previous = word, last_word
         following = clause_words[at + 1][0] if at + 1 < len(clause_words) else ""

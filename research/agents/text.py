@@ -27,9 +27,29 @@ STOPWORDS_EN = STOP_WORDS  # one list (research.ir) for ranking and for picking 
 ZH_STOP_PHRASES: tuple[str, ...] = tuple(
     (
         "请介绍一下 介绍一下 请问 是什么 有哪些 怎么样 为什么 是否 能否 如何 怎样 怎么 "
-        "什么 哪些 哪个 关于 我们 你们 一下 以及 请 吗 呢 吧 的"
+        "什么 哪些 哪个 关于 我们 你们 一下 以及 请 吗 呢 吧 的 "
+        # Hedges: how often or how nearly, never the topic ("电池一般能用几年": the battery).
+        "一般来说 一般 通常 大概 大约 往往 平时"
     ).split()
 )
+
+
+def zh_plain(question: str) -> str:
+    """A Chinese question with its A-not-A asks written with 是否 ("空气炸锅会不会致癌" → "空气炸锅是否会致癌",
+    值不值得买 → 是否值得买, 有没有用 → 是否有用): the form the parts and the subject model read. Users ask so
+    often; the repeated verb is no word of the topic, and 是否 is an ask they already know."""
+    out: list[str] = []
+    i = 0
+    while i < len(question):
+        c = question[i]
+        if (i + 2 < len(question) and question[i + 1] in "不没" and question[i + 2] == c and c not in "不没"
+                and scripts.has_han(c)):
+            out.append(f"是否{c}")
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 _EN_WORD = textre.compile(r"[A-Za-z0-9][A-Za-z0-9+#'’\-]*")
 # What "how" asks by (a closed class): the degree, never the topic. Not "how safe" or "how effective": those
@@ -58,7 +78,7 @@ def key_terms(question: str, locale: str | None = None, *, fallback: bool = True
             terms.append(term)
 
     if is_chinese(locale) or scripts.has_han(question):
-        for chunk in _ZH_SPLIT.split(question):
+        for chunk in _ZH_SPLIT.split(zh_plain(question)):
             if scripts.has_han(chunk):
                 if len(chunk) >= 2:
                     add(chunk)

@@ -6,6 +6,8 @@ The questions are written for these tests; none comes from the eval corpus."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from research.agents import rank
 from research.agents.engines.offline import question_aspects
@@ -63,3 +65,71 @@ def test_one_character_query_words_match_the_sentences_that_hold_them():
     pool = [("手续费按票面价的5%收取，退款三个工作日到账。", 1), ("车站共有十二个候车室。", 2)]
     ranked = rank.rank_sentences("退 钱", pool, limit=2, locale="zh-CN")
     assert [r.source for r in ranked] == [1]
+
+
+# -- A-not-A asks (会不会, 值不值得, 有没有) and hedges (一般, 通常) -------------------------------------------------
+
+@pytest.mark.parametrize(("question", "second"), [
+    ("空气炸锅做饭健康吗，会不会致癌？", "空气炸锅做饭是否会致癌"),
+    ("电热毯安全吗，会不会漏电？", "电热毯是否会漏电"),
+    ("净水器有用吗，有没有必要装？", "净水器是否有必要装"),
+])
+def test_an_a_not_a_clause_asks_and_is_a_part(question: str, second: str):
+    titles = [title for title, _ in _parts(question)]
+    assert titles[-1] == second, titles
+
+
+def test_the_repeated_verb_of_an_a_not_a_ask_is_no_word_of_the_subject():
+    from research.agents.scope import subject_phrase
+
+    assert subject_phrase("智能门锁值不值得买，耗电多不多？", "zh-CN") == ("智能", "门锁")
+
+
+def test_a_hedge_ends_the_subject_and_the_key_terms():
+    from research.agents.scope import subject_phrase
+    from research.agents.text import key_terms
+
+    assert "一般" not in subject_phrase("电动自行车电池一般能用几年？", "zh-CN")
+    assert "电动自行车电池" in key_terms("电动自行车电池一般能用几年？", "zh-CN")
+
+
+def test_what_the_first_clause_says_of_the_subject_is_not_carried():
+    titles = [title for title, _ in _parts("住房公积金每年最多能交多少，能抵多少税？")]
+    assert titles == ["住房公积金每年最多能交多少", "住房公积金能抵多少税"]
+
+
+_HAN_CHAR = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FA5)
+
+
+def _a_not_a(text: str) -> bool:
+    return any(text[i] == text[i + 2] and text[i + 1] in "不没" and text[i] not in "不没" for i in range(len(text) - 2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.one_of(_HAN_CHAR, st.sampled_from("不没会，？ab1")), max_size=20))
+def test_zh_plain_rewrites_only_a_not_a_asks(text: str):
+    from research.agents.text import zh_plain
+
+    plain = zh_plain(text)
+    assert len(plain) == len(text)  # "会不会" → "是否会": the same length, nothing else moves
+    if not _a_not_a(text):
+        assert plain == text
+    else:
+        assert "是否" in plain
+
+
+@pytest.mark.parametrize(("question", "second"), [
+    ("哺乳期可以喝咖啡吗，喝多了会怎样？", "哺乳期喝多了会怎样"),  # a verb opens a predicate: no 的
+    ("仓鼠一天要喂几次，每次喂多少克？", "仓鼠：每次喂多少克"),  # how often: a comment on the subject
+    ("白酒的保质期有多长，使用寿命怎么样？", "白酒的使用寿命怎么样"),  # a verb before a noun is an attribute
+])
+def test_a_later_clause_joins_the_subject_as_its_grammar_says(question: str, second: str):
+    titles = [title for title, _ in _parts(question)]
+    assert titles[-1] == second, titles
+
+
+@pytest.mark.parametrize("ask", ["原因是什么", "为什么", "什么原因"])
+def test_a_clause_that_asks_only_why_asks_the_first_clause_for_its_reasons(ask: str):
+    (first, _), (why, words) = _parts(f"鸡蛋价格今年涨了多少，{ask}？")
+    assert why == f"{first}，{ask}"
+    assert "原因" in words

@@ -399,3 +399,27 @@ def test_an_insurance_named_after_the_risk_is_another_thing():
 def test_the_risk_itself_is_no_insurance(title: str):
     verdict = scope_verdict("快递丢失了，快递公司一般赔多少？", "zh-CN", title, "快递丢失后，快递公司按保价金额赔偿。")
     assert verdict is None or verdict.about
+
+
+# -- a class of things in the plural, surveyed ------------------------------------------------------------------
+
+SURVEY_Q = "How many people get Weil's disease each year?"
+
+
+def test_a_survey_of_a_class_that_names_the_subject_is_read_last_not_turned_away():
+    page = ("Rodent-borne diseases in Europe: 2024 surveillance summary",
+            "Reported cases of rodent-borne disease rose in 2024. Weil's disease accounted for 1,200 cases, "
+            "and hantavirus infections for 4,000.")
+    verdict = scope_verdict(SURVEY_Q, "en-US", *page)
+    assert verdict is not None and not verdict.about and not verdict.firm
+
+
+@pytest.mark.parametrize("page", [
+    ("Rodent-borne disease in Europe: hantavirus cases in 2024",  # one other kind, singular
+     "Rodent-borne disease rose in 2024: hantavirus infections reached 4,000. Weil's disease is rarer."),
+    ("Rodent-borne diseases in Europe: 2024 summary",  # the class, and the subject never named
+     "Reported cases of rodent-borne disease rose in 2024, with 4,000 hantavirus infections."),
+])
+def test_another_kind_or_a_class_without_the_subject_stays_turned_away(page):
+    verdict = scope_verdict(SURVEY_Q, "en-US", *page)
+    assert verdict is not None and not verdict.about and verdict.firm

@@ -66,6 +66,10 @@ _COMPARE = frozenset("compare compares compared comparing comparison versus vs v
 _ASKED_HEADS = ASPECT_NOUNS_EN | frozenset("main key biggest major latest current".split())
 _PRONOUNS = frozenset(("it", "they", "them"))
 _ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
+# Nouns of measure and container: "a shot of espresso" is about espresso, "a cup of coffee" about coffee.
+_MEASURES = frozenset("cup cups glass glasses shot shots bottle bottles can cans slice slices piece pieces serving "
+                      "servings spoonful teaspoon tablespoon pint pints gallon gallons litre liter bowl handful "
+                      "bag bags box boxes pack packs".split())
 _DETERMINERS = frozenset("the a an its their this these those my your our his her".split())
 _POSSESSIVES = frozenset(("its", "their"))
 _PLURALS = frozenset("people children men women data media criteria mice geese teeth feet".split())
@@ -209,10 +213,29 @@ def _main_verb(phrase: list[str], *, participle: bool = False) -> int:
     return next((k for k in range(1, len(phrase)) if test(phrase[k - 1], phrase[k])), 0)
 
 
+def _dummy_it(tokens: list[str], aux: int) -> int:
+    """Where the object starts in "Is it safe to take X", "Is it worth buying X" (after the verb that follows
+    the dummy "it", an adjective and "to"), or 0."""
+    if aux < 0 or aux + 3 >= len(tokens) or tokens[aux + 1].lower() != "it":
+        return 0
+    if "ADJ" not in _lemmas(tokens[aux + 2].lower()):
+        return 0
+    if tokens[aux + 3].lower() == "to" and aux + 5 < len(tokens):
+        return aux + 5  # "to take X"
+    if tokens[aux + 3].lower().endswith("ing") and aux + 4 < len(tokens):
+        return aux + 4  # "worth buying X"
+    return 0
+
+
 def _en_subject(tokens: list[str]) -> str:
     """The subject of the first clause: what a later "it"/"its" stands for."""
     aux = _aux_at(tokens)
-    if aux >= 0 and aux + 2 < len(tokens) and tokens[aux + 1].lower() in _ASKERS:
+    dummy = _dummy_it(tokens, aux)
+    if dummy:
+        # "Is it safe to take ibuprofen with coffee": "it" stands for the infinitive's clause, whose object
+        # is what is asked about, not "safe".
+        phrase, end = _noun_phrase(tokens, dummy)
+    elif aux >= 0 and aux + 2 < len(tokens) and tokens[aux + 1].lower() in _ASKERS:
         # "How do I install Flowq …": the asker is no subject; the object of the verb after it is.
         phrase, end = _noun_phrase(tokens, aux + 3)
     elif aux >= 0:
@@ -259,7 +282,7 @@ def _en_subject(tokens: list[str]) -> str:
         if len(phrase) > 1 and end < len(tokens) and tokens[end].lower() in ("and", "or"):
             phrase = phrase[:-1]  # "X production and safety": the subject is X
     listed = 0 <= end < len(tokens) and tokens[end].lower() in (",", "and", "or")
-    if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed):
+    if phrase and (phrase[-1].lower() in _ASKED_HEADS | _MEASURES or listed):
         # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
         at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on")
                    and k > tokens.index(phrase[-1])), -1)
@@ -286,8 +309,11 @@ def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str
         # "one" ends a clause as a pronoun ("until what age should a child use one": a child seat), and
         # after "which" ("which one is cheapest").
         before = tokens[k - 1].lower() if k else ""
-        pronoun = (low == "it" or (low in _PRONOUNS and plural) or (low == "one" and (before == "which" or (
-            k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"}))))
+        # And after a determiner and an adjective: "how much does a new one cost" (a new car battery).
+        described = k >= 2 and tokens[k - 2].lower() in ("a", "an", "the") and "ADJ" in _lemmas(before)
+        final = k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"}
+        pronoun = (low == "it" or (low in _PRONOUNS and plural)
+                   or (low == "one" and (before == "which" or described or final)))
         owner = low == "its" or (low in _POSSESSIVES and plural)
         out.append(recent if pronoun else possessive if owner else tok)
     if not subject_terms & {w.lower().removesuffix("'s").rstrip("'") for t in out for w in t.split()}:

@@ -5,7 +5,7 @@ after 的 one part each; see parts.py's docstring for what splits and what does 
 from __future__ import annotations
 
 from research import scripts, textre
-from research.agents.text import ZH_STOP_PHRASES, key_terms
+from research.agents.text import ZH_STOP_PHRASES, key_terms, zh_plain
 from research.agents.words import ASPECT_NOUNS_ZH, ZH_COMPARE_VERBS, ZH_HOW, _raw_words, _zh_grammar, zh_tagged
 
 MAX_PARTS = 4  # parts of one question, in either language
@@ -20,7 +20,7 @@ _ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多
 _ZH_COMPARE = (*ZH_COMPARE_VERBS, "区别", "差异", "不同", "哪个更", "孰")
 _ZH_LEAD = (*ZH_HOW, "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何", "有哪些")
 _ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
-                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "多久", "有多")
+                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "多久", "有多", "一般", "通常")
 _ZH_PRONOUNS = ("它们", "它", "其", "该")
 _ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 涉及, 波及 … 参与, 给与: one word
 # A later clause that opens with a verb or a time word continues the first clause's phrase.
@@ -200,13 +200,26 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
         # A time word opens a comment on the subject as topic ("赛前应该做哪些检查"), and so does an event with a
         # locative after it ("毕业后能留下来工作几年", "退休以后…"): "X的赛前", "X的毕业后" are no phrases.
         return f"{subject}：{clause}"
-    if clause.startswith(_ZH_HEDGES) or (tagged and tagged[0][1] == "d"):
-        return f"{subject}{clause}"  # an adverb opens a predicate of the subject: "一般赔多少钱", "也赔吗"
+    verb = bool(tagged) and tagged[0][1] == "v" and not (len(tagged) > 1 and tagged[1][1].startswith("n"))
+    if clause.startswith(_ZH_HEDGES) or (tagged and tagged[0][1] == "d") or verb:
+        # An adverb or a verb opens a predicate of the subject: "一般赔多少钱", "也赔吗", "吃多了会怎样". (A verb
+        # before a noun makes a noun phrase: 使用寿命, 保护效果 are attributes, said with 的.)
+        return f"{subject}{clause}"
+    if tagged and _zh_grammar(tagged[0][0]) and tagged[0][1] == "r":
+        return f"{subject}：{clause}"  # "每天要睡几个小时", "每次喂多少": how often, a comment on the subject
     return f"{subject}的{clause}"
 
 
+def _zh_reason_only(clause: str) -> bool:
+    """The clause asks only for reasons: 原因是什么, 为什么, 什么原因, 主要原因有哪些."""
+    rest = clause
+    for ask in ("是什么", "是啥", "有哪些", "有什么", "呢", "主要"):
+        rest = rest.replace(ask, "")
+    return rest in ("原因", "为什么", "为何", "什么原因", "为啥")
+
+
 def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
-    pieces = [p.strip() for p in _ZH_CLAUSE.split(text) if p.strip()]
+    pieces = [p.strip() for p in _ZH_CLAUSE.split(zh_plain(text)) if p.strip()]
     clauses: list[str] = []
     pending = ""
     for piece in pieces:
@@ -228,6 +241,9 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     # What a later clause continues: the first clause's phrase, or for a yes/no question its subject
     # ("房贷提前还款划算吗，要注意哪些费用" → "房贷提前还款要注意哪些费用").
     phrase = (subject if clauses[0].endswith(("吗", "呢")) else _zh_phrase(clauses[0])) if subject else ""
+    said = zh_tagged(phrase[len(subject):]) if phrase.startswith(subject) else ()
+    if said and _zh_grammar(said[0][0]):
+        phrase = subject  # "个人养老金每年最多能存多少，能抵多少税": 每年最多能存 is said of it, not its name
     # A rate the first clause asks of its subject is no part of what later clauses are about
     # ("幽门螺杆菌感染率有多高，杀菌要吃多久的药": the treatment is of 幽门螺杆菌, not of its infection rate).
     tagged = zh_tagged(subject) if subject else ()
@@ -235,7 +251,10 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     if len(tagged) > 1 and (tagged[-1][0] in ASPECT_NOUNS_ZH or (len(tagged[-1][0]) > 1 and tagged[-1][0][-1] == "率")):
         carried = subject[: -len(tagged[-1][0])]
         phrase = carried if phrase == subject else phrase
-    whole = [clauses[0]] + [_zh_carry(c, carried, attr, phrase) for c in clauses[1:]]
+    # A clause that asks only why ("…怎么走的，原因是什么？") asks the first clause for its reasons, as "…, and why?"
+    # does in English: that clause with the ask, not "人民币的原因是什么".
+    whole = [clauses[0]] + [f"{clauses[0]}，{c}" if _zh_reason_only(c) else _zh_carry(c, carried, attr, phrase)
+                            for c in clauses[1:]]
     parts: list[tuple[str, str]] = []
     for clause in whole:
         split = _zh_list(clause)
@@ -260,9 +279,10 @@ def _zh_own(part: str, subject: str) -> str:
     content = [w for w in kept if w in ASPECT_NOUNS_ZH or not _zh_grammar(w)]
     if not content:
         # Colloquial questions ask in one-character words: 钱能赔多少 asks how much money (钱) is paid out
-        # (赔). Their nouns and verbs (jieba's tags) are the part's words then, not the run's bigrams.
-        singles = [w for w, flag in zh_tagged(rest) if len(w) == 1 and flag[:1] in ("n", "v") and scripts.has_han(w)
-                   and not _zh_grammar(w) and w not in ZH_STOP_PHRASES and w not in _ZH_SUBJECT_END]
+        # (赔). Their nouns, verbs and adjectives (jieba's tags) are the part's words then, not the bigrams.
+        singles = [w for w, _ in _raw_words(rest) if len(w) == 1 and scripts.has_han(w)
+                   and zh_tagged(w)[0][1][:1] in ("n", "v", "a") and not _zh_grammar(w) and w not in ZH_STOP_PHRASES
+                   and w not in _ZH_SUBJECT_END]
         content = [*kept, *singles]
     return (" ".join(dict.fromkeys(content or kept))
             or " ".join(key_terms(_ZH_AND.sub(" ", rest), "zh-CN", fallback=False)))

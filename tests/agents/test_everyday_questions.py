@@ -1,0 +1,38 @@
+"""English questions as people type them: "a new one" stands for the subject, "Is it safe to take X" is about
+X, and "a cup of X" about X. Questions written for these tests; none comes from the eval corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from research.agents.engines.offline import question_aspects
+from research.agents.scope import subject_phrase
+
+
+def test_one_after_an_adjective_stands_for_the_subject():
+    titles = [a.title for a in question_aspects(
+        "How long does a dishwasher pump last, and how much does a new one cost?", "en-US")]
+    assert titles[1] == "How much does a new dishwasher pump cost"
+
+
+@pytest.mark.parametrize(("question", "phrase"), [
+    ("Is it safe to take melatonin with alcohol?", ("melatonin",)),
+    ("Is it worth buying an air purifier for allergies?", ("air", "purifier")),
+    ("Is it possible to recycle solar panels?", ("solar", "panel")),
+])
+def test_a_dummy_it_asks_of_the_infinitive_s_object(question: str, phrase: tuple[str, ...]):
+    assert subject_phrase(question, "en-US") == phrase
+
+
+@pytest.mark.parametrize(("question", "phrase"), [
+    ("How much sugar is in a can of cola?", ("cola",)),
+    ("How much caffeine is in a cup of green tea?", ("green", "tea")),
+])
+def test_a_measure_of_a_thing_is_about_the_thing(question: str, phrase: tuple[str, ...]):
+    assert subject_phrase(question, "en-US") == phrase
+
+
+def test_one_as_a_number_or_after_which_is_unchanged():
+    titles = [a.title for a in question_aspects(
+        "What does a heat pump cost, and which one is cheapest to run?", "en-US")]
+    assert "heat pump" in titles[1]
