@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import words as S
+from research.agents.clock import today
 from research.agents.synonyms import (
     is_animal,
     noun_compound,
@@ -189,6 +190,11 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
     numbered = _other_number(question, locale, title)
     if numbered:
         return S.Verdict(False, f"its title is about {numbered}")
+    old = _old_year(question, locale, title)
+    if old:
+        # "2004年的航班延误经济补偿指导意见" for a question that names no year: the rules of 2004, which a user asking
+        # today does not mean. Soft: an old page may still hold what is true now.
+        return S.Verdict(False, f"its title is about {old}; the question asks of today", firm=False)
     if not words:
         return None
     page = S._page(title, text)
@@ -433,6 +439,25 @@ def _other_number(question: str, locale: str, title: str) -> str:
     for word, numbers in _numbers(title).items():
         if word in asked and not numbers & asked[word]:
             return f"{'/'.join(sorted(numbers))} {word}, not {'/'.join(sorted(asked[word]))} {word}"
+    return ""
+
+
+_YEAR = textre.compile(r"(?:19|20)\d\d")
+_OLD_YEARS = 10  # a year this far back is history, not what a question with no year asks about
+
+
+def _old_year(question: str, locale: str, title: str) -> str:
+    """The year, more than ten years back, that a title puts right before a word of the subject compound
+    (2004年的航班延误, "2004 flight delay rules"), where the question names no year; or ''."""
+    if _YEAR.search(question):
+        return ""
+    names = [n.lower() for n in _phrase(question, locale)[0] if n]
+    for match in _YEAR.finditer(title):
+        if int(match.group()) > today().year - _OLD_YEARS:
+            continue
+        after = title[match.end():].lower().removeprefix("年").removeprefix("的").lstrip()
+        if any(after.startswith(name) for name in names):
+            return match.group()
     return ""
 
 

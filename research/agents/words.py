@@ -179,6 +179,9 @@ ASPECT_KIN: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for grou
     "profit profits earnings",
     "利润 收益 纯收入 盈利 赚",
     "亩产 每亩 产量",
+    # Being paid back for a loss: 赔 is asked in one character (钱能赔多少), a page says 补偿 or 偿付.
+    "赔 赔偿 补偿 赔付 偿付 理赔",
+    "compensation compensate compensated payout payouts refund refunds reimbursement",
 ))
 
 
@@ -297,10 +300,39 @@ def _raw_words(text: str) -> list[tuple[str, str]]:
     for han, other in _RUN.findall(text):
         if han:
             _quiet_jieba()
-            out.extend((w, "zh") for w in _compounds(wf_tokenize(han, "zh")))
+            out.extend((w, "zh") for w in _compounds(_names_whole(han, wf_tokenize(han, "zh"))))
         elif other.strip():
             # A possessive names its owner: "restic's repository" is restic's, not a word "restic'".
             out.extend((_owner(w), "en") for w in wf_tokenize(other, "en"))
+    return out
+
+
+# jieba's tags for names (a person's, a transliteration, another proper noun): 阿莫西林, 对乙酰氨基酚, 布洛芬.
+_ZH_NAME_TAGS = frozenset(("nr", "nrt", "nz"))
+
+
+def _names_whole(text: str, pieces: list[str]) -> list[str]:
+    """wordfreq's pieces of a Chinese run with the names jieba knows kept whole: its dictionary cuts 阿莫西林 into
+    阿 + 莫西 + 林, and a loose character then joins the word before (吃阿). A name of three characters or more
+    that starts and ends at piece boundaries is one piece."""
+    names = [w for w, flag in zh_tagged(text) if len(w) >= 3 and flag in _ZH_NAME_TAGS]
+    if not names:
+        return pieces
+    out: list[str] = []
+    i = 0
+    while i < len(pieces):
+        for name in names:
+            j, joined = i, ""
+            while j < len(pieces) and len(joined) < len(name):
+                joined += pieces[j]
+                j += 1
+            if joined == name and j - i > 1:
+                out.append(name)
+                i = j
+                break
+        else:
+            out.append(pieces[i])
+            i += 1
     return out
 
 

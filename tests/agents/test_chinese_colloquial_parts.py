@@ -133,3 +133,15 @@ def test_a_clause_that_asks_only_why_asks_the_first_clause_for_its_reasons(ask: 
     (first, _), (why, words) = _parts(f"鸡蛋价格今年涨了多少，{ask}？")
     assert why == f"{first}，{ask}"
     assert "原因" in words
+
+
+@pytest.mark.parametrize(("question", "name"), [
+    ("吃阿莫西林能喝酒吗？", "阿莫西林"),
+    ("对乙酰氨基酚一天最多吃几片？", "对乙酰氨基酚"),
+])
+def test_a_name_jieba_knows_stays_whole(question: str, name: str):
+    from research.agents.scope import subject_phrase
+    from research.agents.words import _raw_words
+
+    assert name in [w for w, _ in _raw_words(question)]
+    assert name in subject_phrase(question, "zh-CN")

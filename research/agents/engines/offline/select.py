@@ -21,8 +21,9 @@ from research.agents.subject import (
     title_as_read,
     with_competitors,
 )
-from research.agents.text import key_terms
+from research.agents.text import is_chinese, key_terms
 from research.agents.types import SourceRef
+from research.agents.words import _function_word, _raw_words
 
 
 def _figures_prior(sentence: str) -> float:
@@ -72,6 +73,12 @@ class SourceWeights(dict[int, float]):
         self.doubtful: dict[int, str] = {}  # number -> why: not shown to be about the subject, nor about another
 
 
+def _zh_content_words(terms: Sequence[str]) -> list[str]:
+    """The content words of Chinese key terms (jieba's, two characters or more, no grammar or stop words)."""
+    return list(dict.fromkeys(w for t in terms if scripts.has_han(t) for w, lang in _raw_words(t)
+                              if lang == "zh" and len(w) >= 2 and not _function_word(w, lang)))
+
+
 def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) -> SourceWeights:
     """How much each fetched page is about the question's subject, as a factor on its sentences' scores.
 
@@ -89,6 +96,7 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     # across two words, "电池量产", would match pages on other batteries.)
     heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
     total = sum(len(t) for t in terms)
+    content_words = _zh_content_words(raw_terms) if is_chinese(locale) else []
     weights = SourceWeights()
     foreign: list[int] = []
     soft: list[int] = []  # turned away with no evidence of another subject, naming part of this one
@@ -106,6 +114,10 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             for t, head in zip(terms, heads, strict=True)
             if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
         ) / total
+        if content_words:
+            # A colloquial Chinese run is mostly grammar (航班延误多久能拿到赔偿: 误多, 多久, 久能 …): its content
+            # words (航班, 延误, 拿到, 赔偿) say better how much of the question a page shares.
+            share = max(share, sum(len(w) for w in content_words if w in page) / sum(len(w) for w in content_words))
         verdict = page_about(subject, ref.title, ref.text)
         if not verdict.about and not verdict.firm and share >= 0.34 and names_a_word(subject, ref.title, ref.text):
             # No evidence it is about the subject, none that it is about another, and most of the question's
