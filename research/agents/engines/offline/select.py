@@ -114,10 +114,11 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             for t, head in zip(terms, heads, strict=True)
             if (t <= present if len(t) <= 2 else 2 * len(t & present) >= len(t)) or any(h in page for h in head)
         ) / total
-        if content_words:
-            # A colloquial Chinese run is mostly grammar (航班延误多久能拿到赔偿: 误多, 多久, 久能 …): its content
-            # words (航班, 延误, 拿到, 赔偿) say better how much of the question a page shares.
-            share = max(share, sum(len(w) for w in content_words if w in page) / sum(len(w) for w in content_words))
+        # A colloquial Chinese run is mostly grammar (航班延误多久能拿到赔偿: 误多, 多久, 久能 …): its content words
+        # (航班, 延误, 拿到, 赔偿) say better how much of the question a page the subject model accepts shares.
+        # (Not for the doubt above: that gate stays as strict as it was.)
+        shared = max(share, sum(len(w) for w in content_words if w in page) / sum(len(w) for w in content_words)
+                     ) if content_words else share
         verdict = page_about(subject, ref.title, ref.text)
         if not verdict.about and not verdict.firm and share >= 0.34 and names_a_word(subject, ref.title, ref.text):
             # No evidence it is about the subject, none that it is about another, and most of the question's
@@ -137,9 +138,9 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
             # The subject model found the page about the question's specific subject: the share of the
             # question's other words only orders such pages ("公共充电桩利用率偏低" answers a question on
             # 中国电动汽车充电桩 without repeating 中国 or 电动汽车).
-            weights[ref.number] = 0.6 + 0.4 * share
+            weights[ref.number] = 0.6 + 0.4 * shared
         else:
-            weights[ref.number] = 0.05 if share < 0.34 else 0.7 + 0.3 * share
+            weights[ref.number] = 0.05 if shared < 0.34 else 0.7 + 0.3 * shared
     if soft and len(weights.rejected) == len(weights):
         # Not one page shown to be on the subject, none doubtful: the pages turned away only for want of
         # evidence that name a term of it (猝死 on a page that says 长跑 for 马拉松) are read last and
