@@ -145,3 +145,18 @@ def test_a_name_jieba_knows_stays_whole(question: str, name: str):
 
     assert name in [w for w, _ in _raw_words(question)]
     assert name in subject_phrase(question, "zh-CN")
+
+
+def test_being_paid_back_is_asked_in_any_of_its_words():
+    [(_, kin)] = [(a.words, a.kin) for a in question_aspects("保险公司要是破产了，交的钱能退多少，理赔要多久？", "zh-CN")
+                  if "理赔" in a.title]
+    assert {"赔偿", "补偿"} <= set(kin)
+    (first,) = [a for a in question_aspects("快递丢了，一般赔多少，多久能到账？", "zh-CN") if "赔" in a.words]
+    assert {"补偿", "偿付", "赔付"} <= set(first.kin)
+
+
+def test_a_condition_holds_for_every_later_clause():
+    titles = [title for title, _ in _parts("保险公司要是破产了，交的钱能退多少，理赔要多久？")]
+    assert titles == ["保险公司要是破产了，交的钱能退多少", "保险公司要是破产了，理赔要多久"]
+    (_, words) = _parts("保险公司要是破产了，交的钱能退多少，理赔要多久？")[1]
+    assert words == ("理赔",)

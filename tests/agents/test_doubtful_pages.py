@@ -239,3 +239,14 @@ def test_a_question_of_one_part_still_quotes_a_doubtful_page_in_its_facets():
     tka = FakePage("https://pages.example/tka", *SYNONYM)
     quoted, number = _facet_and_part_sources(Q, [on, tka])
     assert any(number[tka.url] in sources for sources in quoted.values()), quoted
+
+
+def test_a_colloquial_chinese_question_weighs_pages_by_its_content_words_not_its_bigrams():
+    # "工作受伤多久能拿到赔偿": the run's bigrams are mostly grammar (伤多, 多久, 久能, 能拿); a page on the rules that
+    # says 受伤 and 拿到 (and 补偿, not 赔偿) shares what the question asks, and is read as on the subject.
+    question = "工作受伤多久能拿到赔偿，一般赔多少钱？"
+    rules = ("《工伤保险条例》解读：哪些情况单位要给补偿",
+             "按照条例，职工在工作中受伤，如果被认定为工伤，职工就能从单位和工伤保险基金拿到补偿。")
+    stress = ("工作压力大怎么办", "工作压力大的人可以每天运动半小时，和家人朋友多聊天。")
+    weights = _source_weights(question, "zh-CN", _refs(rules, stress))
+    assert weights[1] >= 0.7 and weights[2] <= 0.05

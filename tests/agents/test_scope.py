@@ -423,3 +423,24 @@ def test_a_survey_of_a_class_that_names_the_subject_is_read_last_not_turned_away
 def test_another_kind_or_a_class_without_the_subject_stays_turned_away(page):
     verdict = scope_verdict(SURVEY_Q, "en-US", *page)
     assert verdict is not None and not verdict.about and verdict.firm
+
+
+# -- a year long past before the subject, for a question that names none -----------------------------------------
+
+def test_a_title_on_the_subject_in_a_year_long_past_is_doubted():
+    page = ("1998年的网约车司机收入调查", "网约车司机每月收入约六千元。")
+    verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *page)
+    assert verdict is not None and not verdict.about and not verdict.firm and "1998" in verdict.why
+    english = scope_verdict("How much do rideshare drivers earn?", "en-US",
+                            "1998 rideshare drivers: what they earned", "Drivers earned little.")
+    assert english is not None and not english.about and not english.firm
+
+
+def test_a_recent_year_or_a_question_that_names_the_year_is_no_other_time():
+    from research.agents.clock import today
+
+    recent = (f"{today().year - 1}年的网约车司机收入调查", "网约车司机每月收入约六千元。")
+    verdict = scope_verdict(NO_PLACE_Q, "zh-CN", *recent)
+    assert verdict is None or verdict.about or str(today().year - 1) not in verdict.why
+    asked = scope_verdict("1998年网约车司机一个月能挣多少钱？", "zh-CN", "1998年的网约车司机收入调查", "收入约六千元。")
+    assert asked is None or asked.about or "1998" not in asked.why

@@ -35,6 +35,7 @@ _ZH_AGENT = ("由", "被", "是谁", "是由")
 _ZH_CAUSES = ("引发", "导致", "造成", "引起", "带来", "诱发", "所致")
 # Hedges that say how often, not what ("一般赔多少钱": usually): never a word a part asks, and a clause that
 # opens with one is said of the subject ("航班延误一般赔多少钱", not "航班延误的一般…"). A closed class.
+_ZH_IF = ("要是", "如果", "假如", "万一", "一旦")  # a condition's markers: what comes before is its topic
 _ZH_HEDGES = ("一般来说", "一般", "通常", "大概", "大约", "往往", "平常", "平时")
 
 
@@ -253,14 +254,19 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
         phrase = carried if phrase == subject else phrase
     # A clause that asks only why ("…怎么走的，原因是什么？") asks the first clause for its reasons, as "…, and why?"
     # does in English: that clause with the ask, not "人民币的原因是什么".
-    whole = [clauses[0]] + [f"{clauses[0]}，{c}" if _zh_reason_only(c) else _zh_carry(c, carried, attr, phrase)
-                            for c in clauses[1:]]
+    # A condition first ("保险公司要是破产了，交的钱能退多少"): it holds for every later clause, which is asked
+    # under it ("保险公司要是破产了，理赔要多久"), not of "保险公司要是破产了，交".
+    lead = carried.split("，")[0] if "，" in carried else ""
+    host = lead if any(m in lead for m in _ZH_IF) else ""
+    whole = [clauses[0]] + [f"{clauses[0]}，{c}" if _zh_reason_only(c) else f"{host}，{c}" if host
+                            else _zh_carry(c, carried, attr, phrase) for c in clauses[1:]]
     parts: list[tuple[str, str]] = []
     for clause in whole:
         split = _zh_list(clause)
         for sub in split or [clause]:
             if len(parts) < MAX_PARTS:
-                own = _zh_own(sub, carried)
+                # (The subject as this part names it: the first clause's carried one, or a condition's topic.)
+                own = _zh_own(sub, carried if carried in sub or not host else host)
                 # A "why" part asks for reasons (原因 and its kin, words.ASPECT_KIN: 因为, 由于, 导致), as in English.
                 why = any(w in sub for w in ("为什么", "为何")) and "原因" not in own and len(whole) > 1
                 parts.append((sub, f"原因 {own}".strip() if why else own))
