@@ -36,3 +36,15 @@ def test_one_as_a_number_or_after_which_is_unchanged():
     titles = [a.title for a in question_aspects(
         "What does a heat pump cost, and which one is cheapest to run?", "en-US")]
     assert "heat pump" in titles[1]
+
+
+def test_an_adverb_before_the_verb_is_no_word_of_the_subject():
+    assert subject_phrase("Do weighted blankets really reduce anxiety?", "en-US") == ("weight", "blanket")
+
+
+@pytest.mark.parametrize("question", [
+    "Which is cheaper to heat, a bungalow or a terraced house?",
+    "Which is better for knee pain, cycling or swimming?",
+])
+def test_a_comparative_is_never_the_subject(question: str):
+    assert subject_phrase(question, "en-US") == ()

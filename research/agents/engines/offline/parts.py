@@ -289,7 +289,20 @@ def _en_subject(tokens: list[str]) -> str:
         after, _ = _noun_phrase(tokens, at + 1) if at >= 0 else ([], 0)
         if after:
             phrase = after
+    while phrase and set(_lemmas(phrase[-1].lower())) == {"ADV"}:
+        phrase = phrase[:-1]  # "Do standing desks actually improve health": the adverb is said of the verb
+    if phrase and all(_compared(t) for t in phrase):
+        return ""  # "Which is cheaper to run, X or Y": a comparative is no subject (the sides are the terms)
     return " ".join(t for t in phrase if t not in _PUNCT)
+
+
+def _compared(word: str) -> bool:
+    """A comparative or superlative adjective: cheaper, best, more."""
+    low = word.lower()
+    if low in ("better", "best", "worse", "worst", "more", "most", "less", "least"):
+        return True
+    lemmas = _lemmas(low).get("ADJ", ())
+    return bool(lemmas) and low.endswith(("er", "est")) and all(lemma != low for lemma in lemmas)
 
 
 def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str) -> list[str]:
