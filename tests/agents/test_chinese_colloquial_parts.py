@@ -122,6 +122,7 @@ def test_zh_plain_rewrites_only_a_not_a_asks(text: str):
     ("哺乳期可以喝咖啡吗，喝多了会怎样？", "哺乳期喝多了会怎样"),  # a verb opens a predicate: no 的
     ("仓鼠一天要喂几次，每次喂多少克？", "仓鼠：每次喂多少克"),  # how often: a comment on the subject
     ("白酒的保质期有多长，使用寿命怎么样？", "白酒的使用寿命怎么样"),  # a verb before a noun is an attribute
+    ("社保卡补办需要什么材料，多久能拿到？", "社保卡补办多久能拿到"),  # an ask word opens the predicate
 ])
 def test_a_later_clause_joins_the_subject_as_its_grammar_says(question: str, second: str):
     titles = [title for title, _ in _parts(question)]

@@ -202,7 +202,8 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
         # locative after it ("毕业后能留下来工作几年", "退休以后…"): "X的赛前", "X的毕业后" are no phrases.
         return f"{subject}：{clause}"
     verb = bool(tagged) and tagged[0][1] == "v" and not (len(tagged) > 1 and tagged[1][1].startswith("n"))
-    if clause.startswith(_ZH_HEDGES) or (tagged and tagged[0][1] == "d") or verb:
+    asking = clause.startswith(_ZH_ASK) or _zh_degree_at(clause) == 0  # "多久到账", "几岁能上学"
+    if clause.startswith(_ZH_HEDGES) or (tagged and tagged[0][1] == "d") or verb or asking:
         # An adverb or a verb opens a predicate of the subject: "一般赔多少钱", "也赔吗", "吃多了会怎样". (A verb
         # before a noun makes a noun phrase: 使用寿命, 保护效果 are attributes, said with 的.)
         return f"{subject}{clause}"
