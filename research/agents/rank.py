@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from research import ir, scripts, textre
 from research.agents.text import detect_locale, is_chinese
-from research.agents.words import _zh_grammar
+from research.agents.words import _function_word
 from research.ir import BM25, stem, tokenize
 from research.report.markdown import identifier_join, unescaped
 from research.report.sentences import sentence_bounds
@@ -25,8 +25,9 @@ __all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "single
 
 def single_chars(terms: Collection[str]) -> frozenset[str]:
     """The one-character Chinese content words among `terms` (赔, 钱): matched in sentences by `tokenize`'s
-    `chars`. Grammar characters (的, 要, 能: jieba's tags) are in every sentence and left out."""
-    return frozenset(c for c in ir.single_chars(terms) if not _zh_grammar(c))
+    `chars`. Grammar and very common characters (的, 要, 能, 好, 大: function words) are in every sentence and
+    left out."""
+    return frozenset(c for c in ir.single_chars(terms) if not _function_word(c, "zh"))
 
 _WS = textre.compile(r"\s+")
 

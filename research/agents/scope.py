@@ -167,7 +167,9 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         styled = _styled_place(question, locale, title, asked)
         if styled:
             # 英式橄榄球 (rugby) for a question on 美国橄榄球: the style names another country's kind of the thing.
-            return S.Verdict(False, f"its title is about {styled[0]}{styled[1]}; the question asks of {styled[2]}")
+            # Soft: 意式咖啡 and 美式咖啡 are also kinds of drink, not of places.
+            return S.Verdict(False, f"its title is about {styled[0]}{styled[1]}; the question asks of {styled[2]}",
+                             firm=False)
         unplaced = not asked and not zh_home(question) and not zh_foreign_places(question)
         abroad = _place_before_subject(question, locale, title) if unplaced and not zh_home(title) else None
         if abroad:
@@ -234,7 +236,8 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
                     # A class of things in the plural ("Tick-borne diseases in the United States") for one of
                     # them (Lyme disease) that the page names: a survey of the class may hold the subject's own
                     # figures. Read last, not turned away.
-                    survey = _plural_class(question, title, head) and page.hits(" ".join(words)) > 0
+                    survey = (_plural_class(question, title, head) and f"-{before}" in title.lower()
+                              and page.hits(" ".join(words)) > 0)
                     return S.Verdict(False, f"its title is about {before} {head}, not {' '.join(words)}",
                                      firm=not survey)
                 return None
@@ -254,7 +257,8 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         # characters the segmenter joins to a head name parts or kinds of the same thing.)
         tail = next((w for w in title_seq if script == "zh" and w == f"{head}险"), "")
         if tail and title_seq.index(tail) < (title_seq.index(head) if head in title_seq else len(title_seq)):
-            return S.Verdict(False, f"its title is about {tail}, not {''.join(words)}")
+            # Soft: the insurance may be what answers the question (失业了怎么办 → 失业险怎么领).
+            return S.Verdict(False, f"its title is about {tail}, not {''.join(words)}", firm=False)
         # The compound named as the modifier of a thing with a name of its own: "Heat pump water heaters"
         # are water heaters (an English compound's head is its last noun), not heat pumps.
         wider = _named_after(title, head) if script == "en" else ""
@@ -346,8 +350,9 @@ def _styled_place(question: str, locale: str, title: str, asked: frozenset[str])
     another country's style (英式 before 橄榄球) and the question names a place, not that one, nor the style
     itself; or None."""
     places = set(asked) | set(zh_foreign_places(question)) | ({"中国"} if zh_home(question) else set())
-    if not places:
-        return None
+    own_styles = [style for style, place in _STYLE_PLACES.items() if place in places]
+    if not places or any(p in title for p in places) or any(s in title for s in own_styles) or zh_home(title):
+        return None  # the title names the question's place, or its style, too
     names = _phrase(question, locale)[0]
     for style, place in _STYLE_PLACES.items():
         if style in question or place in places or style not in title:
@@ -443,14 +448,15 @@ def _other_number(question: str, locale: str, title: str) -> str:
 
 
 _YEAR = textre.compile(r"(?:19|20)\d\d")
+_PAST = textre.compile(r"(?i)\b(?:was|were|did|caused|happened|history|historical)\b|了|过|曾|当年|历史|的[？?]?$")
 _OLD_YEARS = 10  # a year this far back is history, not what a question with no year asks about
 
 
 def _old_year(question: str, locale: str, title: str) -> str:
     """The year, more than ten years back, that a title puts right before a word of the subject compound
     (2004年的航班延误, "2004 flight delay rules"), where the question names no year; or ''."""
-    if _YEAR.search(question):
-        return ""
+    if _YEAR.search(question) or _PAST.search(question):
+        return ""  # a year asked, or the past: "非典是怎么结束的", "What caused the financial crisis"
     names = [n.lower() for n in _phrase(question, locale)[0] if n]
     for match in _YEAR.finditer(title):
         if int(match.group()) > today().year - _OLD_YEARS:

@@ -27,11 +27,34 @@ STOPWORDS_EN = STOP_WORDS  # one list (research.ir) for ranking and for picking 
 ZH_STOP_PHRASES: tuple[str, ...] = tuple(
     (
         "请介绍一下 介绍一下 请问 是什么 有哪些 怎么样 为什么 是否 能否 如何 怎样 怎么 "
-        "什么 哪些 哪个 关于 我们 你们 一下 以及 请 吗 呢 吧 的 "
-        # Hedges: how often or how nearly, never the topic ("电池一般能用几年": the battery).
-        "一般来说 一般 通常 大概 大约 往往 平时"
+        "什么 哪些 哪个 关于 我们 你们 一下 以及 请 吗 呢 吧 的"
     ).split()
 )
+# Hedges: how often or how nearly, never the topic ("电池一般能用几年": the battery) where they stand before a
+# predicate; before a noun 一般 is a kind (一般纳税人), so they are whole jieba words read in context, never
+# cut out of a run as the stop phrases are.
+ZH_HEDGES: tuple[str, ...] = ("一般来说", "一般", "通常", "大概", "大约", "往往", "平时")
+# Adverbs that only look like an A-not-A ask (动不动 "at every turn", 时不时 "now and then").
+_NOT_A_NOT_A = ("动不动", "时不时")
+
+
+def _unhedged(chunk: str) -> list[str]:
+    """A Chinese run cut at a hedge that stands before a predicate (电动车电池一般能用几年 → 电动车电池, 能用几年), by
+    jieba's words and tags; 一般纳税人 stays whole."""
+    if not any(h in chunk for h in ZH_HEDGES):
+        return [chunk]
+    import jieba.posseg as posseg  # (research.agents.words, which wraps it, reads this module's lists)
+
+    tagged = [(w, flag) for w, flag in posseg.cut(chunk)]
+    pieces, current = [], ""
+    for i, (word, _) in enumerate(tagged):
+        following = tagged[i + 1][1] if i + 1 < len(tagged) else ""
+        if word in ZH_HEDGES and not following.startswith("n"):
+            pieces.append(current)
+            current = ""
+        else:
+            current += word
+    return [*pieces, current]
 
 
 def zh_plain(question: str) -> str:
@@ -43,7 +66,7 @@ def zh_plain(question: str) -> str:
     while i < len(question):
         c = question[i]
         if (i + 2 < len(question) and question[i + 1] in "不没" and question[i + 2] == c and c not in "不没"
-                and scripts.has_han(c)):
+                and scripts.has_han(c) and question[i : i + 3] not in _NOT_A_NOT_A):
             out.append(f"是否{c}")
             i += 3
             continue
@@ -80,8 +103,9 @@ def key_terms(question: str, locale: str | None = None, *, fallback: bool = True
     if is_chinese(locale) or scripts.has_han(question):
         for chunk in _ZH_SPLIT.split(zh_plain(question)):
             if scripts.has_han(chunk):
-                if len(chunk) >= 2:
-                    add(chunk)
+                for piece in _unhedged(chunk):
+                    if len(piece) >= 2:
+                        add(piece)
             else:
                 # Latin words inside a Chinese question ("AI", "GPU") are topic words too.
                 for word in _EN_WORD.findall(chunk):

@@ -312,21 +312,21 @@ _ZH_NAME_TAGS = frozenset(("nr", "nrt", "nz"))
 
 
 def _names_whole(text: str, pieces: list[str]) -> list[str]:
-    """wordfreq's pieces of a Chinese run with the names jieba knows kept whole: its dictionary cuts 阿莫西林 into
-    阿 + 莫西 + 林, and a loose character then joins the word before (吃阿). A name of three characters or more
-    that starts and ends at piece boundaries is one piece."""
-    names = [w for w, flag in zh_tagged(text) if len(w) >= 3 and flag in _ZH_NAME_TAGS]
-    if not names:
+    """wordfreq's pieces of a Chinese run with the names jieba's dictionary tags as names kept whole: wordfreq
+    cuts 阿莫西林 into 阿 + 莫西 + 林, and the loose 阿 then joined the word before (吃阿). Two to six pieces that
+    make such a name of three characters or more are one piece, unless a short one starts or ends with a grammar
+    character (呢大衣, 在城镇 are tagged so too; 对乙酰氨基酚 is long enough to be a name). A dictionary lookup per
+    span, no tagging of the text."""
+    if len(pieces) < 2 or not any(len(p) == 1 for p in pieces):
         return pieces
+    tags = _name_tags()
     out: list[str] = []
     i = 0
     while i < len(pieces):
-        for name in names:
-            j, joined = i, ""
-            while j < len(pieces) and len(joined) < len(name):
-                joined += pieces[j]
-                j += 1
-            if joined == name and j - i > 1:
+        for j in range(min(len(pieces), i + 6), i + 1, -1):
+            name = "".join(pieces[i:j])
+            if (3 <= len(name) <= 8 and tags.get(name) in _ZH_NAME_TAGS
+                    and (len(name) > 4 or not (_zh_grammar(name[0]) or _zh_grammar(name[-1])))):
                 out.append(name)
                 i = j
                 break
@@ -334,6 +334,14 @@ def _names_whole(text: str, pieces: list[str]) -> list[str]:
             out.append(pieces[i])
             i += 1
     return out
+
+
+@lru_cache(maxsize=1)
+def _name_tags() -> dict[str, str]:
+    import jieba.posseg as posseg
+
+    _quiet_jieba()
+    return dict(posseg.dt.word_tag_tab)
 
 
 def _owner(word: str) -> str:

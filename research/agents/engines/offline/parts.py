@@ -67,6 +67,10 @@ _ASKED_HEADS = ASPECT_NOUNS_EN | frozenset("main key biggest major latest curren
 _PRONOUNS = frozenset(("it", "they", "them"))
 _ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
 # Nouns of measure and container: "a shot of espresso" is about espresso, "a cup of coffee" about coffee.
+# Adverbs said of the verb that follows them ("Do standing desks actually improve health"): a closed class.
+_NOT_OBJECTS = frozenset("every each all some any more less or and".split())  # "to run every day", "to buy or lease"
+_VERB_ADVERBS = frozenset("actually really truly ever also even usually generally typically still always never "
+                          "just".split())
 _MEASURES = frozenset("cup cups glass glasses shot shots bottle bottles can cans slice slices piece pieces serving "
                       "servings spoonful teaspoon tablespoon pint pints gallon gallons litre liter bowl handful "
                       "bag bags box boxes pack packs".split())
@@ -220,11 +224,16 @@ def _dummy_it(tokens: list[str], aux: int) -> int:
         return 0
     if "ADJ" not in _lemmas(tokens[aux + 2].lower()):
         return 0
+    at = 0
     if tokens[aux + 3].lower() == "to" and aux + 5 < len(tokens):
-        return aux + 5  # "to take X"
-    if tokens[aux + 3].lower().endswith("ing") and aux + 4 < len(tokens):
-        return aux + 4  # "worth buying X"
-    return 0
+        at = aux + 5  # "to take X"
+    elif tokens[aux + 3].lower().endswith("ing") and aux + 4 < len(tokens):
+        at = aux + 4  # "worth buying X"
+    # Only a noun phrase there: not "Is it okay to run every day", "Is it better to buy or lease a car".
+    if not at or tokens[at].lower() in _NOT_OBJECTS:
+        return 0
+    phrase, _ = _noun_phrase(tokens, at)
+    return at if any("NOUN" in _lemmas(w.lower()) or not _lemmas(w.lower()) for w in phrase) else 0  # (a name)
 
 
 def _en_subject(tokens: list[str]) -> str:
@@ -282,14 +291,16 @@ def _en_subject(tokens: list[str]) -> str:
         if len(phrase) > 1 and end < len(tokens) and tokens[end].lower() in ("and", "or"):
             phrase = phrase[:-1]  # "X production and safety": the subject is X
     listed = 0 <= end < len(tokens) and tokens[end].lower() in (",", "and", "or")
-    if phrase and (phrase[-1].lower() in _ASKED_HEADS | _MEASURES or listed):
+    measure = (bool(phrase) and phrase[-1].lower() in _MEASURES and phrase[-1] in tokens
+               and tokens.index(phrase[-1]) + 1 < len(tokens) and tokens[tokens.index(phrase[-1]) + 1].lower() == "of")
+    if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed or measure):
         # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
         at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on")
                    and k > tokens.index(phrase[-1])), -1)
         after, _ = _noun_phrase(tokens, at + 1) if at >= 0 else ([], 0)
         if after:
             phrase = after
-    while phrase and set(_lemmas(phrase[-1].lower())) == {"ADV"}:
+    while len(phrase) > 1 and phrase[-1].lower() in _VERB_ADVERBS:
         phrase = phrase[:-1]  # "Do standing desks actually improve health": the adverb is said of the verb
     if phrase and all(_compared(t) for t in phrase):
         return ""  # "Which is cheaper to run, X or Y": a comparative is no subject (the sides are the terms)
@@ -323,7 +334,9 @@ def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str
         # after "which" ("which one is cheapest").
         before = tokens[k - 1].lower() if k else ""
         # And after a determiner and an adjective: "how much does a new one cost" (a new car battery).
-        described = k >= 2 and tokens[k - 2].lower() in ("a", "an", "the") and "ADJ" in _lemmas(before)
+        after = tokens[k + 1] if k + 1 < len(tokens) else ""
+        described = (k >= 2 and tokens[k - 2].lower() in ("a", "an", "the") and "ADJ" in _lemmas(before)
+                     and (not after or after in _PUNCT or "VERB" in _lemmas(after.lower())))  # not "one bedroom"
         final = k == len(tokens) - 1 and k > 0 and before not in _WH | {"the", "a", "each", "every", "no"}
         pronoun = (low == "it" or (low in _PRONOUNS and plural)
                    or (low == "one" and (before == "which" or described or final)))

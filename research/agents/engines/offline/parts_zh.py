@@ -5,8 +5,16 @@ after 的 one part each; see parts.py's docstring for what splits and what does 
 from __future__ import annotations
 
 from research import scripts, textre
-from research.agents.text import ZH_STOP_PHRASES, key_terms, zh_plain
-from research.agents.words import ASPECT_NOUNS_ZH, ZH_COMPARE_VERBS, ZH_HOW, _raw_words, _zh_grammar, zh_tagged
+from research.agents.text import ZH_HEDGES, ZH_STOP_PHRASES, key_terms, zh_plain
+from research.agents.words import (
+    ASPECT_NOUNS_ZH,
+    ZH_COMPARE_VERBS,
+    ZH_HOW,
+    _function_word,
+    _raw_words,
+    _zh_grammar,
+    zh_tagged,
+)
 
 MAX_PARTS = 4  # parts of one question, in either language
 
@@ -20,7 +28,7 @@ _ZH_ASK = ("分别", "是多少", "是什么", "有哪些", "有什么", "有多
 _ZH_COMPARE = (*ZH_COMPARE_VERBS, "区别", "差异", "不同", "哪个更", "孰")
 _ZH_LEAD = (*ZH_HOW, "是否", "能否", "会不会", "能不能", "哪些", "什么", "有何", "有哪些")
 _ZH_SUBJECT_END = ("在", "面临", "有", "是", "对", "将", "会", "能", "为", "要", "需要", "如何", "怎样", "怎么",
-                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "多久", "有多", "一般", "通常")
+                   "为何", "为什么", "是否", "能否", "哪些", "多少", "多大", "多久", "有多")
 _ZH_PRONOUNS = ("它们", "它", "其", "该")
 _ZH_WORD_BEFORE_AND = frozenset("普涉波顾危触企参给赋授")  # 普及, 涉及, 波及 … 参与, 给与: one word
 # A later clause that opens with a verb or a time word continues the first clause's phrase.
@@ -36,21 +44,26 @@ _ZH_CAUSES = ("引发", "导致", "造成", "引起", "带来", "诱发", "所�
 # Hedges that say how often, not what ("一般赔多少钱": usually): never a word a part asks, and a clause that
 # opens with one is said of the subject ("航班延误一般赔多少钱", not "航班延误的一般…"). A closed class.
 _ZH_IF = ("要是", "如果", "假如", "万一", "一旦")  # a condition's markers: what comes before is its topic
-_ZH_HEDGES = ("一般来说", "一般", "通常", "大概", "大约", "往往", "平常", "平时")
+_ZH_HEDGES = ZH_HEDGES
 
 
 def _zh_asks(clause: str) -> bool:
     return any(m in clause for m in (*_ZH_ASK, *_ZH_COMPARE)) or _zh_degree_at(clause) >= 0
 
 
+# What "多" asks the degree of (多远, 多严重, 多贵): a closed class of adjectives. 多年, 多种, 多亏 are no asks.
+_ZH_DEGREES = ("久", "远", "长", "高", "大", "重要", "严重", "深", "宽", "厚", "贵", "早", "晚", "快", "慢", "难",
+               "容易", "危险", "安全", "常见", "好", "厉害", "频繁", "准", "热", "冷", "累", "疼", "痛")
+
+
 def _zh_degree_at(clause: str) -> int:
-    """Where "how" + an adjective asks a degree (多远, 多严重, 多贵: jieba's 多 before an adjective, or one word
-    多X tagged as one), or -1. 多年, 多种 and 多重 are amounts (tag m), not questions."""
+    """Where "how" + an adjective asks a degree (多远, 多严重, 多贵: jieba's 多 before one of `_ZH_DEGREES`, or one
+    word 多X of them), or -1. 多年, 多种, 多重 and 多亏 are amounts or other words, not questions."""
     at = 0
     tagged = zh_tagged(clause)
-    for i, (word, flag) in enumerate(tagged):
-        following = tagged[i + 1][1] if i + 1 < len(tagged) else ""
-        if (word == "多" and following in ("a", "ad")) or (len(word) == 2 and word[0] == "多" and flag in ("a", "d")):
+    for i, (word, _) in enumerate(tagged):
+        following = tagged[i + 1][0] if i + 1 < len(tagged) else ""
+        if (word == "多" and following in _ZH_DEGREES) or (word[:1] == "多" and word[1:] in _ZH_DEGREES):
             return at
         at += len(word)
     return -1
@@ -89,6 +102,10 @@ def _zh_subject(clause: str) -> tuple[str, str]:
         cause = next((v for v in _ZH_CAUSES if subject.endswith(v) and len(subject) > len(v) + 1), "")
         return subject[: len(subject) - len(cause)], attr
     subject = clause[: min(ask, _zh_marker_at(clause, _ZH_SUBJECT_END, grammar=True))]
+    for hedge in _ZH_HEDGES:
+        if subject.endswith(hedge) and len(subject) > len(hedge) + 1:
+            subject = subject[: -len(hedge)]  # "电动车电池一般能用几年": the hedge is said of the predicate
+            break
     # A yes/no question's predicate is no part of its subject: "房贷提前还款划算吗" asks whether 房贷提前还款
     # is 划算, "电动汽车贵吗" whether 电动汽车 is 贵 (an adjective or verb, by jieba's tag, after a subject).
     tagged = zh_tagged(subject)
@@ -207,8 +224,8 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
         # An adverb or a verb opens a predicate of the subject: "一般赔多少钱", "也赔吗", "吃多了会怎样". (A verb
         # before a noun makes a noun phrase: 使用寿命, 保护效果 are attributes, said with 的.)
         return f"{subject}{clause}"
-    if tagged and _zh_grammar(tagged[0][0]) and tagged[0][1] == "r":
-        return f"{subject}：{clause}"  # "每天要睡几个小时", "每次喂多少": how often, a comment on the subject
+    if tagged and ((_zh_grammar(tagged[0][0]) and tagged[0][1] == "r") or tagged[0][1] == "m"):
+        return f"{subject}：{clause}"  # "每天要睡几个小时", "一天吃几粒": how often, a comment on the subject
     return f"{subject}的{clause}"
 
 
@@ -257,7 +274,7 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     # does in English: that clause with the ask, not "人民币的原因是什么".
     # A condition first ("保险公司要是破产了，交的钱能退多少"): it holds for every later clause, which is asked
     # under it ("保险公司要是破产了，理赔要多久"), not of "保险公司要是破产了，交".
-    lead = carried.split("，")[0] if "，" in carried else ""
+    lead = clauses[0].split("，")[0] if "，" in clauses[0] else ""
     host = lead if any(m in lead for m in _ZH_IF) else ""
     whole = [clauses[0]] + [f"{clauses[0]}，{c}" if _zh_reason_only(c) else f"{host}，{c}" if host
                             else _zh_carry(c, carried, attr, phrase) for c in clauses[1:]]
@@ -288,7 +305,7 @@ def _zh_own(part: str, subject: str) -> str:
         # Colloquial questions ask in one-character words: 钱能赔多少 asks how much money (钱) is paid out
         # (赔). Their nouns, verbs and adjectives (jieba's tags) are the part's words then, not the bigrams.
         singles = [w for w, _ in _raw_words(rest) if len(w) == 1 and scripts.has_han(w)
-                   and zh_tagged(w)[0][1][:1] in ("n", "v", "a") and not _zh_grammar(w) and w not in ZH_STOP_PHRASES
+                   and zh_tagged(w)[0][1][:1] in ("n", "v", "a") and not _function_word(w, "zh")
                    and w not in _ZH_SUBJECT_END]
         content = [*kept, *singles]
     return (" ".join(dict.fromkeys(content or kept))
