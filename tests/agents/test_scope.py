@@ -419,15 +419,15 @@ def test_a_survey_of_a_class_that_names_the_subject_is_read_last_not_turned_away
     assert verdict is not None and not verdict.about and not verdict.firm
 
 
-@pytest.mark.parametrize("page", [
+@pytest.mark.parametrize("pair", [
     ("Rodent-borne disease in Europe: hantavirus cases in 2024",  # one other kind, singular
      "Rodent-borne disease rose in 2024: hantavirus infections reached 4,000. Weil's disease is rarer."),
     ("Rodent-borne diseases in Europe: 2024 summary",  # the class, and the subject never named
      "Reported cases of rodent-borne disease rose in 2024, with 4,000 hantavirus infections."),
 ])
-def test_another_kind_or_a_class_without_the_subject_stays_turned_away(page):
+def test_another_kind_or_a_class_without_the_subject_stays_turned_away(pair):
     # (And a plural title with no class modifier is another kind as before: "COVID-19 vaccines" for a flu vaccine.)
-    verdict = scope_verdict(SURVEY_Q, "en-US", *page)
+    verdict = scope_verdict(SURVEY_Q, "en-US", *pair)
     assert verdict is not None and not verdict.about and verdict.firm
 
 
@@ -452,12 +452,12 @@ def test_a_recent_year_or_a_question_that_names_the_year_is_no_other_time():
     assert asked is None or asked.about or "1998" not in asked.why
 
 
-@pytest.mark.parametrize(("question", "page"), [
+@pytest.mark.parametrize(("question", "pair"), [
     ("网约车是怎么出现的？", ("2009年的网约车：第一批司机", "网约车最早出现在2009年。")),  # a question on the past
     ("What caused the rideshare price war?", ("2009 rideshare price war: what happened", "Fares fell by half.")),
 ])
-def test_a_question_on_the_past_keeps_its_old_years(question, page):
-    verdict = scope_verdict(question, "zh-CN" if "网" in question else "en-US", *page)
+def test_a_question_on_the_past_keeps_its_old_years(question, pair):
+    verdict = scope_verdict(question, "zh-CN" if "网" in question else "en-US", *pair)
     assert verdict is None or verdict.about or "asks of today" not in verdict.why
 
 

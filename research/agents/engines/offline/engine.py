@@ -333,6 +333,9 @@ class OfflineEngine:
                 # Grammar words answer nothing: 和, 要 and 哪些 are in nearly every Chinese sentence. (Never all of
                 # them: "Who makes Quillmate" asks for "makes", a common word, and no words would mean any sentence.)
                 own = {w for w in own if not _function_word(w, "en" if w.isascii() else "zh")} or own
+                # One Chinese character asks only where the part asks in it (钱能赔多少: 钱, 赔); one from its
+                # facet's words (哪家 → 家) would match nearly every sentence now that characters are matched.
+                own = {w for w in own if w in part_words or not single_chars([w])} or own
                 # Wide enough: a near-miss page (rejected by the subject model) is read but is no source,
                 # so the step reads on until enough pages on the subject back its answer.
                 judged = _source_weights(ctx.question, locale, reader.sources)

@@ -109,7 +109,7 @@ def _zh_subject(clause: str) -> tuple[str, str]:
     # A yes/no question's predicate is no part of its subject: "房贷提前还款划算吗" asks whether 房贷提前还款
     # is 划算, "电动汽车贵吗" whether 电动汽车 is 贵 (an adjective or verb, by jieba's tag, after a subject).
     tagged = zh_tagged(subject)
-    if clause[ask:].startswith(("吗", "呢")) and len(tagged) > 1 and tagged[-1][1] in ("a", "v"):
+    if clause[ask:].startswith(("吗", "呢")) and len(tagged) > 1 and tagged[-1][1] in ("a", "an", "v"):
         subject = subject[: -len(tagged[-1][0])]
     return subject, ""
 
@@ -267,7 +267,8 @@ def _zh_parts(text: str) -> tuple[list[tuple[str, str]], str]:
     # ("幽门螺杆菌感染率有多高，杀菌要吃多久的药": the treatment is of 幽门螺杆菌, not of its infection rate).
     tagged = zh_tagged(subject) if subject else ()
     carried = subject
-    if len(tagged) > 1 and (tagged[-1][0] in ASPECT_NOUNS_ZH or (len(tagged[-1][0]) > 1 and tagged[-1][0][-1] == "率")):
+    # (Only a rate written against the subject, with no 的 and no attribute asked after it: 伏市场的产能 keeps 市场.)
+    if not attr and len(tagged) > 1 and len(tagged[-1][0]) > 1 and tagged[-1][0][-1] == "率":
         carried = subject[: -len(tagged[-1][0])]
         phrase = carried if phrase == subject else phrase
     # A clause that asks only why ("…怎么走的，原因是什么？") asks the first clause for its reasons, as "…, and why?"
