@@ -190,10 +190,3 @@ def test_a_numeral_opens_a_comment_and_a_common_character_is_no_asked_word():
     assert _parts("鱼油有什么好处，一天吃几粒？")[1][0] == "鱼油：一天吃几粒"
     assert all("好" not in words for _, words in _parts("婴儿湿疹多久能好，要用什么药膏？"))
 
-
-def test_one_character_words_of_a_part_s_facet_do_not_cover_it():
-    # "开发商是哪家公司": 家 of 哪家 is no word the part asks; matched as a character it was in nearly every
-    # sentence, and a part no page answers was reported as answered.
-    from research.agents.rank import single_chars
-
-    assert single_chars(["开发商", "公司"]) == frozenset()
