@@ -19,8 +19,8 @@ from research.report.markdown import identifier_join, unescaped
 from research.report.sentences import sentence_bounds
 from research.tools.clean import is_furniture
 
-__all__ = ["BM25", "RankedSentence", "near_duplicate", "rank_sentences", "single_chars", "split_sentences", "stem",
-           "tokenize"]
+__all__ = ["BM25", "RankedSentence", "held", "near_duplicate", "rank_sentences", "single_chars", "split_sentences",
+           "stem", "tokenize"]
 
 
 def single_chars(terms: Collection[str]) -> frozenset[str]:
@@ -28,6 +28,11 @@ def single_chars(terms: Collection[str]) -> frozenset[str]:
     `chars`. Grammar and very common characters (的, 要, 能, 好, 大: function words) are in every sentence and
     left out."""
     return frozenset(c for c in ir.single_chars(terms) if not _function_word(c, "zh"))
+
+
+def held(words: Collection[str], text: str) -> set[str]:
+    """The words (index terms) among `words` that `text` holds, one-character Chinese words included."""
+    return set(words) & set(tokenize(text, chars=single_chars(words)))
 
 _WS = textre.compile(r"\s+")
 

@@ -56,7 +56,7 @@ from research.agents.engines.offline.select import (
 )
 from research.agents.engines.offline.titles import readable_steps
 from research.agents.engines.offline.write import _cite, write_report
-from research.agents.rank import RankedSentence, rank_sentences, single_chars, split_sentences, tokenize
+from research.agents.rank import RankedSentence, held, rank_sentences, single_chars, split_sentences, tokenize
 from research.agents.subject import subject_of
 from research.agents.text import detect_locale, is_chinese, key_terms
 from research.agents.types import (
@@ -478,7 +478,7 @@ class OfflineEngine:
         if aspect and own:
             # A part's step prefers the pages that speak of that part at all.
             for ref in sources:
-                if not own <= set(tokenize(f"{ref.title} {ref.text}", chars=single_chars(own))):
+                if held(own, f"{ref.title} {ref.text}") != own:
                     weights[ref.number] = weights.get(ref.number, 1.0) * 0.7
         # A "how much" part wants the sentence with the figure, as a figures step does.
         kind = part_kind(aspect.title if aspect else ctx.question)

@@ -66,11 +66,11 @@ _COMPARE = frozenset("compare compares compared comparing comparison versus vs v
 _ASKED_HEADS = ASPECT_NOUNS_EN | frozenset("main key biggest major latest current".split())
 _PRONOUNS = frozenset(("it", "they", "them"))
 _ASKERS = frozenset(("i", "we", "you"))  # "How do I …", "Can we …": the person asking, not the subject
-# Nouns of measure and container: "a shot of espresso" is about espresso, "a cup of coffee" about coffee.
-# Adverbs said of the verb that follows them ("Do standing desks actually improve health"): a closed class.
 _NOT_OBJECTS = frozenset("every each all some any more less or and".split())  # "to run every day", "to buy or lease"
+# Adverbs said of the verb that follows them ("Do standing desks actually improve health"): a closed class.
 _VERB_ADVERBS = frozenset("actually really truly ever also even usually generally typically still always never "
                           "just".split())
+# Nouns of measure and container: "a shot of espresso" is about espresso, "a cup of coffee" about coffee.
 _MEASURES = frozenset("cup cups glass glasses shot shots bottle bottles can cans slice slices piece pieces serving "
                       "servings spoonful teaspoon tablespoon pint pints gallon gallons litre liter bowl handful "
                       "bag bags box boxes pack packs".split())
@@ -291,8 +291,9 @@ def _en_subject(tokens: list[str]) -> str:
         if len(phrase) > 1 and end < len(tokens) and tokens[end].lower() in ("and", "or"):
             phrase = phrase[:-1]  # "X production and safety": the subject is X
     listed = 0 <= end < len(tokens) and tokens[end].lower() in (",", "and", "or")
-    measure = (bool(phrase) and phrase[-1].lower() in _MEASURES and phrase[-1] in tokens
-               and tokens.index(phrase[-1]) + 1 < len(tokens) and tokens[tokens.index(phrase[-1]) + 1].lower() == "of")
+    at_end = tokens.index(phrase[-1]) if phrase and phrase[-1] in tokens else -1
+    measure = (at_end >= 0 and phrase[-1].lower() in _MEASURES
+               and [t.lower() for t in tokens[at_end + 1 : at_end + 2]] == ["of"])
     if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed or measure):
         # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
         at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on")

@@ -41,10 +41,7 @@ _ZH_AGENT = ("由", "被", "是谁", "是由")
 # A causal verb before 的 makes a relative clause: "疲劳驾驶引发的事故" is the accidents fatigue driving causes,
 # and its subject is what does the causing (疲劳驾驶), not "疲劳驾驶引发". A closed class, so a list.
 _ZH_CAUSES = ("引发", "导致", "造成", "引起", "带来", "诱发", "所致")
-# Hedges that say how often, not what ("一般赔多少钱": usually): never a word a part asks, and a clause that
-# opens with one is said of the subject ("航班延误一般赔多少钱", not "航班延误的一般…"). A closed class.
-_ZH_IF = ("要是", "如果", "假如", "万一", "一旦")  # a condition's markers: what comes before is its topic
-_ZH_HEDGES = ZH_HEDGES
+_ZH_IF = ("要是", "如果", "假如", "万一", "一旦")  # a condition's markers: it holds for every later clause
 
 
 def _zh_asks(clause: str) -> bool:
@@ -102,7 +99,7 @@ def _zh_subject(clause: str) -> tuple[str, str]:
         cause = next((v for v in _ZH_CAUSES if subject.endswith(v) and len(subject) > len(v) + 1), "")
         return subject[: len(subject) - len(cause)], attr
     subject = clause[: min(ask, _zh_marker_at(clause, _ZH_SUBJECT_END, grammar=True))]
-    for hedge in _ZH_HEDGES:
+    for hedge in ZH_HEDGES:
         if subject.endswith(hedge) and len(subject) > len(hedge) + 1:
             subject = subject[: -len(hedge)]  # "电动车电池一般能用几年": the hedge is said of the predicate
             break
@@ -220,7 +217,7 @@ def _zh_carry(clause: str, subject: str, attr: str, phrase: str) -> str:
         return f"{subject}：{clause}"
     verb = bool(tagged) and tagged[0][1] == "v" and not (len(tagged) > 1 and tagged[1][1].startswith("n"))
     asking = clause.startswith(_ZH_ASK) or _zh_degree_at(clause) == 0  # "多久到账", "几岁能上学"
-    if clause.startswith(_ZH_HEDGES) or (tagged and tagged[0][1] == "d") or verb or asking:
+    if clause.startswith(ZH_HEDGES) or (tagged and tagged[0][1] == "d") or verb or asking:
         # An adverb or a verb opens a predicate of the subject: "一般赔多少钱", "也赔吗", "吃多了会怎样". (A verb
         # before a noun makes a noun phrase: 使用寿命, 保护效果 are attributes, said with 的.)
         return f"{subject}{clause}"
@@ -300,7 +297,7 @@ def _zh_own(part: str, subject: str) -> str:
     asks = (*_ZH_COMPARE, *_ZH_ASK, "有多大", "有多少", "有哪些")
     kept = [w for w, lang in _raw_words(_ZH_AND.sub(" ", rest)) if lang == "zh" and len(w) >= 2
             and w not in ZH_STOP_PHRASES and not any(a in w for a in asks)]
-    kept = [w for w in kept if w not in _ZH_HEDGES]
+    kept = [w for w in kept if w not in ZH_HEDGES]
     content = [w for w in kept if w in ASPECT_NOUNS_ZH or not _zh_grammar(w)]
     if not content:
         # Colloquial questions ask in one-character words: 钱能赔多少 asks how much money (钱) is paid out

@@ -26,7 +26,7 @@ from research.agents.engines.offline.question import (  # noqa: F401  (what a pa
     part_kind,
 )
 from research.agents.engines.offline.select import _on_subject, _SubjectCheck
-from research.agents.rank import RankedSentence, single_chars, tokenize, unescaped
+from research.agents.rank import RankedSentence, held, tokenize, unescaped
 from research.agents.subject import _norm, subject_of
 from research.agents.types import AgentContext, SourceRef, ToolError
 from research.agents.words import zipf
@@ -225,8 +225,7 @@ def covered(
         if not on_subject({"text": r.text, "source": r.source}):
             continue
         in_unit = unit is not None and unit.search(r.text) is not None
-        holds = asked & set(tokenize(r.text, chars=single_chars(asked)))
-        if asked and not holds and r.source not in foreign and not in_unit:
+        if asked and not held(asked, r.text) and r.source not in foreign and not in_unit:
             continue
         if kind == "much" and not _numbers([r.text]) and not in_unit:  # "about six weeks" is a figure too
             continue

@@ -97,6 +97,7 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
     heads = [[t[:4]] if len(t) >= 5 and _CJK_RUN.fullmatch(t) else [] for t in raw_terms]
     total = sum(len(t) for t in terms)
     content_words = _zh_content_words(raw_terms) if is_chinese(locale) else []
+    content_total = sum(len(w) for w in content_words)
     weights = SourceWeights()
     foreign: list[int] = []
     soft: list[int] = []  # turned away with no evidence of another subject, naming part of this one
@@ -117,8 +118,7 @@ def _source_weights(question: str, locale: str, sources: Sequence[SourceRef]) ->
         # A colloquial Chinese run is mostly grammar (航班延误多久能拿到赔偿: 误多, 多久, 久能 …): its content words
         # (航班, 延误, 拿到, 赔偿) say better how much of the question a page the subject model accepts shares.
         # (Not for the doubt above: that gate stays as strict as it was.)
-        shared = max(share, sum(len(w) for w in content_words if w in page) / sum(len(w) for w in content_words)
-                     ) if content_words else share
+        shared = max(share, sum(len(w) for w in content_words if w in page) / content_total) if content_words else share
         verdict = page_about(subject, ref.title, ref.text)
         if not verdict.about and not verdict.firm and share >= 0.34 and names_a_word(subject, ref.title, ref.text):
             # No evidence it is about the subject, none that it is about another, and most of the question's

@@ -28,7 +28,7 @@ from research.agents.engines.offline.read import (
     part_kind,
 )
 from research.agents.engines.offline.select import _SubjectCheck
-from research.agents.rank import near_duplicate, single_chars, tokenize
+from research.agents.rank import held, near_duplicate, tokenize
 from research.agents.text import detect_locale, is_chinese
 from research.agents.types import AgentContext, Plan, StepResult
 
@@ -286,7 +286,7 @@ def _answer(
         # another script cannot show them, so the ranking speaks for it, as in the coverage test.
         asked = section.notes.get("asked") or []
         return (bool(asked) and scripts.has_han(sentence["text"]) == zh
-                and not set(asked) & set(tokenize(sentence["text"], chars=single_chars(asked))))
+                and not held(asked, sentence["text"]))
 
     def take(label: str, section: _Section, count: int, kind: str = "", asks: frozenset[str] = frozenset(),
              unit: textre.Pattern | None = None) -> None:
