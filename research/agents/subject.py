@@ -36,7 +36,7 @@ from research import scripts, textre
 from research.agents import synonyms
 from research.agents.definitions import lead_defines
 from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
-from research.agents.text import ZH_HEDGES, ZH_STOP_PHRASES, zh_plain
+from research.agents.text import ZH_STOP_PHRASES, zh_plain
 from research.agents.words import (  # noqa: F401  (the word layer; names kept importable from here)
     _FUNCTION,
     _HAS_LETTER,
@@ -55,7 +55,6 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _norm,
     _Page,
     _page,
-    _quiet_jieba,
     _rare_words,
     _raw_words,
     _wordlike,
@@ -72,6 +71,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     zh_unglued,
     zipf,
 )
+from research.agents.zhtag import hedges_predicate
 from research.ir import STOP_WORDS
 from research.report.sentences import sentence_bounds
 
@@ -231,7 +231,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             if _wordlike(word) and word not in STOP_WORDS and word not in ZH_STOP_PHRASES:
                 vocabulary.add(_norm(word))  # 中国, 发展: general, and never a competing subject
             continue
-        if lang == "zh" and word in ZH_HEDGES and not any(flag.startswith("n") for _, flag in zh_tagged(following)[:1]):
+        if lang == "zh" and hedges_predicate(word, following):
             close()  # "电池一般能用几年": the hedge is said of the predicate; 一般纳税人 is a kind of taxpayer
             continue
         vocabulary.add(_norm(word))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from research import scripts, textre
+from research.agents.zhtag import ZH_HEDGES, hedges_predicate, zh_tagged
 from research.ir import STOP_WORDS
 
 _LOCALES = {"kana": "ja-JP", "hangul": "ko-KR", "han": "zh-CN"}
@@ -30,10 +31,6 @@ ZH_STOP_PHRASES: tuple[str, ...] = tuple(
         "什么 哪些 哪个 关于 我们 你们 一下 以及 请 吗 呢 吧 的"
     ).split()
 )
-# Hedges: how often or how nearly, never the topic ("电池一般能用几年": the battery) where they stand before a
-# predicate; before a noun 一般 is a kind (一般纳税人), so they are whole jieba words read in context, never
-# cut out of a run as the stop phrases are.
-ZH_HEDGES: tuple[str, ...] = ("一般来说", "一般", "通常", "大概", "大约", "往往", "平时")
 # Adverbs that only look like an A-not-A ask (动不动 "at every turn", 时不时 "now and then").
 _NOT_A_NOT_A = ("动不动", "时不时")
 
@@ -43,13 +40,10 @@ def _unhedged(chunk: str) -> list[str]:
     jieba's words and tags; 一般纳税人 stays whole."""
     if not any(h in chunk for h in ZH_HEDGES):
         return [chunk]
-    import jieba.posseg as posseg  # (research.agents.words, which wraps it, reads this module's lists)
-
-    tagged = [(w, flag) for w, flag in posseg.cut(chunk)]
+    tagged = zh_tagged(chunk)
     pieces, current = [], ""
     for i, (word, _) in enumerate(tagged):
-        following = tagged[i + 1][1] if i + 1 < len(tagged) else ""
-        if word in ZH_HEDGES and not following.startswith("n"):
+        if hedges_predicate(word, tagged[i + 1][0] if i + 1 < len(tagged) else ""):
             pieces.append(current)
             current = ""
         else:

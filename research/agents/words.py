@@ -5,7 +5,6 @@ title, lead and counts the verdicts look at."""
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import Any
 
 from research import scripts, textre
 from research.agents.text import ZH_STOP_PHRASES
+from research.agents.zhtag import quiet_jieba, zh_tagged
 from research.ir import STOP_WORDS, stem
 
 # Zipf frequency (log10 of uses per billion words). Below SPECIFIC a question word names its subject
@@ -33,14 +33,6 @@ _PAGE_CHARS = 20_000  # what a page is about shows long before this (and jieba r
 
 _RUN = textre.compile(f"([{scripts.HAN}]+)|([^{scripts.HAN}]+)")
 _HAS_LETTER = textre.compile(r"\p{L}")
-
-
-@lru_cache(maxsize=1)
-def _quiet_jieba() -> None:
-    """jieba (wordfreq's Chinese segmenter) logs its dictionary loading at DEBUG to stderr on import: not news."""
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -299,7 +291,7 @@ def _raw_words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for han, other in _RUN.findall(text):
         if han:
-            _quiet_jieba()
+            quiet_jieba()
             out.extend((w, "zh") for w in _compounds(_names_whole(han, wf_tokenize(han, "zh"))))
         elif other.strip():
             # A possessive names its owner: "restic's repository" is restic's, not a word "restic'".
@@ -340,7 +332,7 @@ def _names_whole(text: str, pieces: list[str]) -> list[str]:
 def _name_tags() -> dict[str, str]:
     import jieba.posseg as posseg
 
-    _quiet_jieba()
+    quiet_jieba()
     return dict(posseg.dt.word_tag_tab)
 
 
@@ -371,13 +363,6 @@ _ZH_GRAMMAR_TAGS = frozenset("r m mq q d f p c u uj ul uz uv ud ug y e o t tg".s
 _ZH_MODALS = frozenset("应该 应当 需要 能够 可以 可能 必须 要 会 能 该".split())
 
 
-@lru_cache(maxsize=8192)
-def zh_tagged(text: str) -> tuple[tuple[str, str], ...]:
-    """jieba's (word, part-of-speech tag) pairs of a Chinese text: the one place the tagger is called."""
-    import jieba.posseg as posseg
-
-    _quiet_jieba()
-    return tuple((w, flag) for w, flag in posseg.cut(text))
 
 
 # A Chinese noun for people ends in one of these (老年人, 患者, 驾驶员, 儿童, 孕妇, 婴儿), or is a group of them.

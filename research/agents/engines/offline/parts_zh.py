@@ -5,7 +5,7 @@ after 的 one part each; see parts.py's docstring for what splits and what does 
 from __future__ import annotations
 
 from research import scripts, textre
-from research.agents.text import ZH_HEDGES, ZH_STOP_PHRASES, key_terms, zh_plain
+from research.agents.text import ZH_STOP_PHRASES, key_terms, zh_plain
 from research.agents.words import (
     ASPECT_NOUNS_ZH,
     ZH_COMPARE_VERBS,
@@ -15,6 +15,7 @@ from research.agents.words import (
     _zh_grammar,
     zh_tagged,
 )
+from research.agents.zhtag import ZH_HEDGES
 
 MAX_PARTS = 4  # parts of one question, in either language
 

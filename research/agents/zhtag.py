@@ -1,0 +1,37 @@
+"""jieba, wrapped once: Chinese words with their part-of-speech tags, and the rules that read only those tags.
+
+Below research.agents.text and research.agents.words (both call it), so the question helpers and the word
+layer tag a text the same way, through one cache, without jieba's start-up logging."""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+
+# Hedges: how often or how nearly, never the topic ("电池一般能用几年": the battery) where they stand before a
+# predicate; before a noun 一般 is a kind (一般纳税人), so they are whole jieba words read in context, never
+# cut out of a run as stop phrases are.
+ZH_HEDGES: tuple[str, ...] = ("一般来说", "一般", "通常", "大概", "大约", "往往", "平时")
+
+
+@lru_cache(maxsize=1)
+def quiet_jieba() -> None:
+    """jieba (wordfreq's Chinese segmenter) logs its dictionary loading at DEBUG to stderr on import: not news."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+
+
+@lru_cache(maxsize=8192)
+def zh_tagged(text: str) -> tuple[tuple[str, str], ...]:
+    """jieba's (word, part-of-speech tag) pairs of a Chinese text: the one place the tagger is called."""
+    import jieba.posseg as posseg
+
+    quiet_jieba()
+    return tuple((w, flag) for w, flag in posseg.cut(text))
+
+
+def hedges_predicate(word: str, following: str) -> bool:
+    """A hedge said of the predicate after it (电池 + 一般 + 能用几年), not a kind of the noun after it
+    (一般纳税人): `following` is the next word, tagged alone."""
+    return word in ZH_HEDGES and not any(flag.startswith("n") for _, flag in zh_tagged(following)[:1])
