@@ -46,8 +46,10 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _RARE_CHAR,
     _RUN,
     _TOPICAL,
+    _ZH_MODALS,
     RIVAL,
     SPECIFIC,
+    ZH_HOW,
     Verdict,
     _analysed,
     _compounds,
@@ -60,6 +62,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _wordlike,
     _zh_grammar,
     compound,
+    en_compared,
     en_verb_after,
     en_verb_only,
     words,
@@ -71,7 +74,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     zh_unglued,
     zipf,
 )
-from research.agents.zhtag import hedges_predicate
+from research.agents.zhtag import hedges_predicate, zh_beside_pieces
 from research.ir import STOP_WORDS
 from research.report.sentences import sentence_bounds
 
@@ -176,11 +179,15 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
     """The subject model of a question (or of a part: `within` is the whole question, whose specific
     terms a part without its own inherits, so "How fast are they being lost?" keeps "seagrass")."""
     terms: list[Term] = []
+    foils: list[Term] = []  # what the subject is set beside ("than a gas boiler", 比油车): never its first term
     general: list[str] = []
     vocabulary: set[str] = set()
     run: list[tuple[str, str]] = []
+    beside = False  # after "than", "vs", 比: the next run named is a foil
+    plain: tuple[str, ...] = ()  # the last run of common words only ("heat pump")
 
     def close() -> None:
+        nonlocal beside, plain
         if not run:
             return
         normed = tuple(_norm(w) for w, _ in run)
@@ -205,9 +212,11 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             # shares 风电, and the modifier is what tells the two apart.
             heads[0] = "".join(w for w, _ in run[: first + 1])
         if core:
-            terms.append(Term(text=text, words=normed, core=tuple(dict.fromkeys(heads))))
+            (foils if beside else terms).append(Term(text=text, words=normed, core=tuple(dict.fromkeys(heads))))
         else:
             general.extend(n for n in normed if _wordlike(n))
+            plain = plain or tuple(n for n in normed if _wordlike(n))  # the clause's first: its subject
+        beside = False
         run.clear()
 
     last_word = ""  # the word before, for `en_verb_only`
@@ -217,6 +226,23 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         following = clause_words[at + 1][0] if at + 1 < len(clause_words) else ""
         if not word:
             close()  # a clause or list item ends ("排放，碳价" is two things, not one term 排放碳价)
+            beside, plain = False, ()
+            continue
+        if lang == _BESIDE_MARK or (lang == "en" and _sets_beside(word, following)):
+            # "Is a heat pump cheaper to run than a gas boiler": the heat pump is the subject, whatever the
+            # words' rarity; a subject of common words before the mark is named as a compound.
+            close()
+            if not terms and len(plain) >= 2:
+                terms.append(_compound_term(plain))
+            beside = True
+            continue
+        if lang == "zh" and beside and run and [flag for _, flag in zh_tagged(word)] in (["a"], ["v"], ["d"]):
+            close()  # "比油车保养便宜": the thing set beside is named, what is said of both follows
+            general.append(_norm(word))
+            continue
+        if lang == "en" and run and en_compared(word):
+            close()  # "Is oat milk healthier": the comparative is said of the subject, no word of its name
+            general.append(_norm(word))
             continue
         if lang == "zh" and run and _zh_predicate(run, word):
             general.append(_norm(run.pop()[0]))  # "疲劳驾驶引发的事故": 引发 says what 疲劳驾驶 does
@@ -235,6 +261,12 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             close()  # "电池一般能用几年": the hedge is said of the predicate; 一般纳税人 is a kind of taxpayer
             continue
         vocabulary.add(_norm(word))
+        if (lang == "zh" and not run and (terms or foils) and previous in _ZH_PREDICATE_OPENERS
+                and (not following or _zh_grammar(following))):
+            # "布洛芬会伤胃吗", "二手房怎么过户", "开空调多少度最省电": a word that ends the clause after a modal, a how
+            # or a degree word is what is said of the subject named before it, no second subject.
+            general.append(_norm(word))
+            continue
         if lang == "zh" and (zh_said_of(word, after_noun=bool(run)) or zh_asked_verb(word, previous, following)):
             # "糖税有用吗", "杀菌一般要吃多久", "怎么查看电池损耗": what is said or asked of the subject ends
             # its name and is none of it.
@@ -256,6 +288,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             continue
         run.append((word, lang))
     close()
+    terms += [f for f in foils if f.head not in {t.head for t in terms}]
     if not terms and within and within.strip() != question.strip():
         parent = subject_of(within, locale)
         terms = list(parent.terms)
@@ -275,12 +308,29 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
 _CLAUSE_MARK = textre.compile(r"[，,；;？?！!。、：:]")
 
 
+# What opens a Chinese predicate: modals (会, 可以), how-words (怎么), degree words (最, 更): closed classes.
+_ZH_PREDICATE_OPENERS = frozenset({*_ZH_MODALS, *ZH_HOW, "最", "更", "很", "太", "比较", "是否", "能否"})
+_BESIDE_MARK = "beside"  # the "language" of a Chinese comparison mark (比) among a clause's words
+# What sets the subject beside another thing in a question: "than", "vs", "compared with/to".
+_BESIDE_WORDS = frozenset({"than", "versus", "vs", "vs."})
+
+
+def _sets_beside(word: str, following: str) -> bool:
+    low = word.lower()
+    return low in _BESIDE_WORDS or (low == "compared" and following.lower() in ("to", "with"))
+
+
 def _clause_words(text: str) -> list[tuple[str, str]]:
-    """The text's words (see words._raw_words), with ("", "") where punctuation ends a clause or item."""
+    """The text's words (see words._raw_words), with ("", "") where punctuation ends a clause or item and
+    ("比", _BESIDE_MARK) where a Chinese clause sets one thing beside another (zhtag.zh_comparison_marks)."""
     out: list[tuple[str, str]] = []
     for clause in _CLAUSE_MARK.split(text):
-        out.extend([*((piece, lang) for word, lang in _raw_words(clause)
-                      for piece in (zh_unglued(word) if lang == "zh" else [word])), ("", "")])
+        for i, piece in enumerate(zh_beside_pieces(clause) if scripts.has_han(clause) else [clause]):
+            if i:
+                out.append(("比", _BESIDE_MARK))
+            out.extend((part, lang) for word, lang in _raw_words(piece)
+                       for part in (zh_unglued(word) if lang == "zh" else [word]))
+        out.append(("", ""))
     return out
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from research import scripts, textre
-from research.agents.zhtag import ZH_HEDGES, hedges_predicate, zh_tagged
+from research.agents.zhtag import ZH_HEDGES, hedges_predicate, zh_beside_pieces, zh_tagged
 from research.ir import STOP_WORDS
 
 _LOCALES = {"kana": "ja-JP", "hangul": "ko-KR", "han": "zh-CN"}
@@ -97,7 +97,8 @@ def key_terms(question: str, locale: str | None = None, *, fallback: bool = True
     if is_chinese(locale) or scripts.has_han(question):
         for chunk in _ZH_SPLIT.split(zh_plain(question)):
             if scripts.has_han(chunk):
-                for piece in _unhedged(chunk):
+                # 空气源热泵比燃气壁挂炉省钱: two things set beside each other, two terms.
+                for piece in (p for side in zh_beside_pieces(chunk) for p in _unhedged(side)):
                     if len(piece) >= 2:
                         add(piece)
             else:

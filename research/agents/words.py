@@ -119,6 +119,15 @@ def en_verb_after(before: str, word: str) -> bool:
     return en_base_verb(word) and (only_verb or plural)
 
 
+def en_compared(word: str) -> bool:
+    """A comparative or superlative adjective: cheaper, best, more."""
+    low = word.lower()
+    if low in ("better", "best", "worse", "worst", "more", "most", "less", "least"):
+        return True
+    lemmas = _lemmas(low).get("ADJ", ())
+    return bool(lemmas) and low.endswith(("er", "est")) and all(lemma != low for lemma in lemmas)
+
+
 def en_participle_after(before: str, word: str) -> bool:
     """After "is/are …", whether `word` is the clause's participle ("Is the flu vaccine needed every year"):
     a word that can only be a verb, not in its base form, after a noun; a form in -ing stays a noun of

@@ -35,3 +35,26 @@ def hedges_predicate(word: str, following: str) -> bool:
     """A hedge said of the predicate after it (电池 + 一般 + 能用几年), not a kind of the noun after it
     (一般纳税人): `following` is the next word, tagged alone."""
     return word in ZH_HEDGES and not any(flag.startswith("n") for _, flag in zh_tagged(following)[:1])
+
+
+def zh_comparison_marks(clause: str) -> list[int]:
+    """Where a Chinese clause sets one thing beside another with 比 ("燕麦奶比牛奶健康吗", "电动车比油车便宜吗"): a 比
+    the tagger reads as a preposition, or glued into a word its dictionary does not know (奶比, 比安卓). Never
+    inside a word (比较, 比例, 比特币, 比亚迪), nor 比起来 (和跑步比起来: the thing compared with comes first)."""
+    import jieba
+
+    marks: list[int] = []
+    at = 0
+    for word, flag in zh_tagged(clause):
+        spot = word.find("比")
+        if spot >= 0 and (flag == "p" if word == "比" else jieba.dt.FREQ.get(word) is None):
+            if not clause.startswith("起来", at + spot + 1):
+                marks.append(at + spot)
+        at += len(word)
+    return marks
+
+
+def zh_beside_pieces(clause: str) -> list[str]:
+    """A Chinese clause cut at its comparison marks (zh_comparison_marks): 燕麦奶比牛奶健康吗 → 燕麦奶, 牛奶健康吗."""
+    bounds = [-1, *zh_comparison_marks(clause), len(clause)]
+    return [clause[a + 1 : b] for a, b in zip(bounds, bounds[1:], strict=False)]

@@ -32,6 +32,7 @@ from research.agents.words import (
     aspect_kin,
     en_base_verb,
     en_classes,
+    en_compared,
     en_participle_after,
     en_verb_after,
     en_verb_only,
@@ -301,20 +302,13 @@ def _en_subject(tokens: list[str]) -> str:
         after, _ = _noun_phrase(tokens, at + 1) if at >= 0 else ([], 0)
         if after:
             phrase = after
-    while len(phrase) > 1 and phrase[-1].lower() in _VERB_ADVERBS:
-        phrase = phrase[:-1]  # "Do standing desks actually improve health": the adverb is said of the verb
-    if phrase and all(_compared(t) for t in phrase):
+    while len(phrase) > 1 and (phrase[-1].lower() in _VERB_ADVERBS or en_compared(phrase[-1])):
+        # "Do standing desks actually improve health": the adverb is said of the verb; "Is a heat pump
+        # cheaper to run": the comparative is said of the subject.
+        phrase = phrase[:-1]
+    if phrase and all(en_compared(t) for t in phrase):
         return ""  # "Which is cheaper to run, X or Y": a comparative is no subject (the sides are the terms)
     return " ".join(t for t in phrase if t not in _PUNCT)
-
-
-def _compared(word: str) -> bool:
-    """A comparative or superlative adjective: cheaper, best, more."""
-    low = word.lower()
-    if low in ("better", "best", "worse", "worst", "more", "most", "less", "least"):
-        return True
-    lemmas = _lemmas(low).get("ADJ", ())
-    return bool(lemmas) and low.endswith(("er", "est")) and all(lemma != low for lemma in lemmas)
 
 
 def _carry(tokens: list[str], subject: str, subject_terms: set[str], recent: str) -> list[str]:

@@ -15,7 +15,7 @@ from research.agents.words import (
     _zh_grammar,
     zh_tagged,
 )
-from research.agents.zhtag import ZH_HEDGES
+from research.agents.zhtag import ZH_HEDGES, zh_comparison_marks
 
 MAX_PARTS = 4  # parts of one question, in either language
 
@@ -100,6 +100,9 @@ def _zh_subject(clause: str) -> tuple[str, str]:
         cause = next((v for v in _ZH_CAUSES if subject.endswith(v) and len(subject) > len(v) + 1), "")
         return subject[: len(subject) - len(cause)], attr
     subject = clause[: min(ask, _zh_marker_at(clause, _ZH_SUBJECT_END, grammar=True))]
+    beside = zh_comparison_marks(subject)
+    if beside and beside[0] > 0:
+        subject = subject[: beside[0]]  # "燕麦奶比牛奶健康吗": 燕麦奶 is asked about, 牛奶 is what it is set beside
     for hedge in ZH_HEDGES:
         if subject.endswith(hedge) and len(subject) > len(hedge) + 1:
             subject = subject[: -len(hedge)]  # "电动车电池一般能用几年": the hedge is said of the predicate

@@ -1,0 +1,97 @@
+"""Questions that set their subject beside another thing ("Is a heat pump cheaper to run than a gas boiler?",
+"燕麦奶比牛奶健康吗？"): the thing asked about is the subject, the thing after "than", "vs" or 比 is only what
+it is set beside, and the comparative is said of the subject, never a word of its name. Questions and pages
+written for these tests; none comes from the eval corpus."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from research.agents.scope import subject_phrase
+from research.agents.subject import page_about, subject_of
+from research.agents.text import key_terms
+from research.agents.zhtag import zh_beside_pieces, zh_comparison_marks
+
+HEAT_PUMP_PAGE = (
+    "What a heat pump costs to run",
+    "A heat pump moves heat from outside air into the house. An air-source heat pump delivers about three units "
+    "of heat per unit of electricity, so a typical home spends around 900 pounds a year to run one.",
+)
+BOILER_PAGE = (
+    "Gas boiler running costs explained",
+    "A gas boiler burns natural gas to heat water. A modern condensing gas boiler is about 90 percent efficient, "
+    "and a typical home spends around 1,100 pounds a year on gas for it.",
+)
+
+
+@pytest.mark.parametrize(("question", "first"), [
+    ("Is a heat pump cheaper to run than a gas boiler?", "heat pump"),
+    ("Heat pump vs gas boiler running costs", "heat pump"),
+    ("Is tap water safer than bottled water?", "tap water"),
+    ("Are standing desks better than sitting desks for back pain?", "standing desks"),
+    ("Are LED bulbs cheaper to run compared to halogen bulbs?", "led bulbs"),
+])
+def test_the_thing_set_beside_is_never_the_first_term(question: str, first: str):
+    terms = subject_of(question, "en-US").terms
+    assert terms[0].text.lower() == first
+
+
+def test_a_comparative_after_the_subject_is_no_word_of_its_name():
+    subject = subject_of("Is oat milk healthier than cow's milk?", "en-US")
+    assert subject.terms[0].head == "oat"
+    assert all("healthier" not in t.words for t in subject.terms)
+    assert subject_phrase("Is a heat pump cheaper to run than a gas boiler?", "en-US") == ("heat", "pump")
+
+
+def test_a_page_on_the_subject_alone_is_about_it_and_one_on_the_other_side_is_not():
+    subject = subject_of("Is a heat pump cheaper to run than a gas boiler?", "en-US")
+    assert page_about(subject, *HEAT_PUMP_PAGE).about
+    assert not page_about(subject, *BOILER_PAGE).about
+
+
+@pytest.mark.parametrize(("clause", "marks"), [
+    ("燕麦奶比牛奶健康吗", [3]),  # glued by the segmenter (奶比), no word of its dictionary
+    ("电动车比油车保养便宜吗", [3]),
+    ("iPhone比安卓手机贵多少", [6]),
+    ("比特币价格", []),
+    ("比较好的空调", []),
+    ("比亚迪汉续航", []),
+    ("比例是多少", []),
+    ("和跑步比起来游泳怎么样", []),  # the thing set beside comes first there
+])
+def test_a_comparison_mark_is_a_bi_outside_any_word(clause: str, marks: list[int]):
+    assert zh_comparison_marks(clause) == marks
+
+
+@given(st.text(alphabet="比较燕麦奶牛健康吗起来特币例电动车油", max_size=16))
+def test_cutting_at_comparison_marks_loses_nothing(clause: str):
+    assert "比".join(zh_beside_pieces(clause)) == clause
+
+
+def test_a_chinese_comparison_names_its_subject_first():
+    subject = subject_of("燕麦奶比牛奶健康吗？", "zh-CN")
+    assert [t.text for t in subject.terms] == ["燕麦奶"]
+    assert [t.text for t in subject_of("电动车比油车保养便宜吗？", "zh-CN").terms] == ["电动车", "油车"]
+    assert subject_phrase("燕麦奶比牛奶健康吗？", "zh-CN") == ("燕麦奶",)
+    assert key_terms("空气源热泵比燃气壁挂炉省钱吗？", "zh-CN")[:2] == ["空气源热泵", "燃气壁挂炉省钱"]
+    page = ("燕麦奶的营养成分", "燕麦奶由燕麦和水制成，每100毫升含糖约4克。燕麦奶的蛋白质比较少，很多品牌会额外添加钙。")
+    assert page_about(subject, *page).about
+
+
+@pytest.mark.parametrize(("question", "terms"), [
+    ("布洛芬会伤胃吗？", ["布洛芬"]),
+    ("二手房怎么过户？", ["二手房"]),
+    ("空气炸锅做饭健康吗，会不会致癌？", ["空气炸锅做饭"]),
+])
+def test_what_ends_a_chinese_clause_after_a_modal_or_how_is_said_of_the_subject(question: str, terms: list[str]):
+    assert [t.text for t in subject_of(question, "zh-CN").terms] == terms
+
+
+@pytest.mark.parametrize(("question", "term"), [
+    ("个人可以退税吗？", "退税"),  # nothing named before it: it is the subject
+    ("孕妇可以吃螃蟹吗？", "螃蟹"),  # a verb with its object: the object stays
+])
+def test_with_no_subject_before_it_or_an_object_after_it_the_word_stays(question: str, term: str):
+    assert term in [t.text for t in subject_of(question, "zh-CN").terms]
