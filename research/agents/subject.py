@@ -219,10 +219,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         beside = False
         run.clear()
 
-    last_word = ""  # the word before, for `en_verb_only`
+    last_word = previous = ""  # the word before, for `en_verb_only`
     clause_words = _clause_words(zh_plain(question))  # 会不会致癌 → 是否会致癌: the repeated verb names nothing
     for at, (word, lang) in enumerate(clause_words):
-        last_word, previous = word, last_word
+        last_word, previous, earlier = word, last_word, previous
         following = clause_words[at + 1][0] if at + 1 < len(clause_words) else ""
         if not word:
             close()  # a clause or list item ends ("排放，碳价" is two things, not one term 排放碳价)
@@ -280,6 +280,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             close()
             if len(terms) == found and len(before) >= 2:
                 terms.append(_compound_term(before))
+            general.append(_norm(word))
+            continue
+        if lang == "en" and previous.lower() == "to" and earlier.lower() == "how":
+            close()  # "How to unclog a drain": the verb is what is done with the subject, whatever its rarity
             general.append(_norm(word))
             continue
         if lang == "en" and en_verb_only(word, previous):

@@ -369,7 +369,7 @@ def _function_word(word: str, lang: str) -> bool:
 # numerals and measures (多少, 几岁), adverbs (都, 更好), locatives (中, 以前), prepositions, conjunctions,
 # particles and time words (赛前). Verbs stay: Chinese names many subjects with them (抽水蓄能, 疲劳驾驶).
 _ZH_GRAMMAR_TAGS = frozenset("r m mq q d f p c u uj ul uz uv ud ug y e o t tg".split())
-_ZH_MODALS = frozenset("应该 应当 需要 能够 可以 可能 必须 要 会 能 该".split())
+_ZH_MODALS = frozenset("应该 应当 需要 能够 可以 可能 必须 值得 要 会 能 该".split())
 
 
 

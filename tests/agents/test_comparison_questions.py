@@ -95,3 +95,10 @@ def test_what_ends_a_chinese_clause_after_a_modal_or_how_is_said_of_the_subject(
 ])
 def test_with_no_subject_before_it_or_an_object_after_it_the_word_stays(question: str, term: str):
     assert term in [t.text for t in subject_of(question, "zh-CN").terms]
+
+
+def test_worth_opens_the_predicate_like_a_modal():
+    # 值得 + verb ("worth buying") is said of the subject: no word of its name, in the parts or the subject model.
+    question = "智能马桶值得买吗，有哪些缺点？"
+    assert [t.text for t in subject_of(question, "zh-CN").terms] == ["智能马桶"]
+    assert subject_phrase(question, "zh-CN") == ("智能", "马桶")

@@ -70,3 +70,30 @@ def test_one_before_a_noun_is_a_number():
     titles = [a.title for a in question_aspects(
         "What is the rent in Austin, and how much is a new one bedroom apartment?", "en-US")]
     assert "one bedroom" in titles[-1]
+
+
+# -- sixteenth pass: "How to …", "What happens if …" ----------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "phrase"), [
+    ("How to unclog a drain without chemicals", ("drain",)),
+    ("How to get rid of mold in a bathroom", ("mold",)),
+    ("How to remove rust from a bike chain", ("rust",)),
+    ("How to lower cholesterol naturally", ("cholesterol",)),
+])
+def test_how_to_is_about_the_verb_s_object(question: str, phrase: tuple[str, ...]):
+    assert subject_phrase(question, "en-US") == phrase
+
+
+def test_the_verb_after_how_to_is_never_a_subject_term():
+    from research.agents.subject import subject_of
+
+    assert "unclog" not in [t.text for t in subject_of("How to unclog a drain without chemicals", "en-US").terms]
+    assert [t.text for t in subject_of("How to lower cholesterol naturally", "en-US").terms] == ["cholesterol"]
+
+
+@pytest.mark.parametrize(("question", "phrase"), [
+    ("What happens if you miss a credit card payment?", ("credit", "card", "payment")),
+    ("What happens to your pension when you die?", ("pension",)),
+])
+def test_what_happens_is_about_what_it_happens_to(question: str, phrase: tuple[str, ...]):
+    assert subject_phrase(question, "en-US") == phrase

@@ -237,11 +237,24 @@ def _dummy_it(tokens: list[str], aux: int) -> int:
     return at if any("NOUN" in _lemmas(w.lower()) or not _lemmas(w.lower()) for w in phrase) else 0  # (a name)
 
 
+_HAPPENS = frozenset({"happens", "happened", "happen"})
+
+
 def _en_subject(tokens: list[str]) -> str:
     """The subject of the first clause: what a later "it"/"its" stands for."""
     aux = _aux_at(tokens)
     dummy = _dummy_it(tokens, aux)
-    if dummy:
+    low = [t.lower() for t in tokens]
+    if low[:2] == ["how", "to"] and len(tokens) > 3:
+        # "How to unclog a drain without chemicals": the verb's object is the subject ("get rid of" is one verb).
+        phrase, end = _noun_phrase(tokens, 5 if low[2:5] == ["get", "rid", "of"] else 3)
+    elif len(low) > 2 and low[0] == "what" and low[1] in _HAPPENS:
+        # "What happens to your pension when you die": the object of "to"; "What happens if you miss a credit
+        # card payment": the main clause names nothing, the condition's longest phrase is the subject.
+        found = [_noun_phrase(tokens, k) for k in range(3 if low[2] == "to" else 2, len(tokens))]
+        phrase, end = (found[0] if low[2] == "to" else max(reversed(found), key=lambda r: len(r[0]))) if found \
+            else ([], -1)
+    elif dummy:
         # "Is it safe to take ibuprofen with coffee": "it" stands for the infinitive's clause, whose object
         # is what is asked about, not "safe".
         phrase, end = _noun_phrase(tokens, dummy)
@@ -302,9 +315,10 @@ def _en_subject(tokens: list[str]) -> str:
         after, _ = _noun_phrase(tokens, at + 1) if at >= 0 else ([], 0)
         if after:
             phrase = after
-    while len(phrase) > 1 and (phrase[-1].lower() in _VERB_ADVERBS or en_compared(phrase[-1])):
-        # "Do standing desks actually improve health": the adverb is said of the verb; "Is a heat pump
-        # cheaper to run": the comparative is said of the subject.
+    while len(phrase) > 1 and (phrase[-1].lower() in _VERB_ADVERBS or en_compared(phrase[-1])
+                               or (phrase[-1].lower().endswith("ly") and en_classes(phrase[-1]) == {"ADV"})):
+        # "Do standing desks actually improve health", "How to lower cholesterol naturally": the adverb is said
+        # of the verb; "Is a heat pump cheaper to run": the comparative is said of the subject.
         phrase = phrase[:-1]
     if phrase and all(en_compared(t) for t in phrase):
         return ""  # "Which is cheaper to run, X or Y": a comparative is no subject (the sides are the terms)
