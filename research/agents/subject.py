@@ -312,8 +312,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
 _CLAUSE_MARK = textre.compile(r"[，,；;？?！!。、：:]")
 
 
-# What opens a Chinese predicate: modals (会, 可以), how-words (怎么), degree words (最, 更): closed classes.
-_ZH_PREDICATE_OPENERS = frozenset({*_ZH_MODALS, *ZH_HOW, "最", "更", "很", "太", "比较", "是否", "能否"})
+# What opens a Chinese predicate: modals (会, 可以), how-words (怎么), degree words (最, 更), which (哪个划算):
+# closed classes.
+_ZH_PREDICATE_OPENERS = frozenset({*_ZH_MODALS, *ZH_HOW, "最", "更", "很", "太", "比较", "是否", "能否",
+                                   "哪个", "哪种"})
 _BESIDE_MARK = "beside"  # the "language" of a Chinese comparison mark (比) among a clause's words
 # What sets the subject beside another thing in a question: "than", "vs", "compared with/to".
 _BESIDE_WORDS = frozenset({"than", "versus", "vs", "vs."})

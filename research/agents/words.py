@@ -13,7 +13,7 @@ from typing import Any
 
 from research import scripts, textre
 from research.agents.text import ZH_STOP_PHRASES
-from research.agents.zhtag import quiet_jieba, zh_tagged
+from research.agents.zhtag import quiet_jieba, zh_dictionary_count, zh_tagged
 from research.ir import STOP_WORDS, stem
 
 # Zipf frequency (log10 of uses per billion words). Below SPECIFIC a question word names its subject
@@ -396,9 +396,15 @@ ZH_HOW = ("怎么", "怎样", "如何", "为什么", "为何")
 ZH_COMPARE_VERBS = ("相比", "相较", "比较", "对比", "相比较")
 
 
+_ZH_DEGREE_HEADS = "更最"  # "more", "most" before an adjective
+_GLUED = 3  # jieba's dictionary counts this low or lower: no word of its own (更多 2, 最多 3; 更好 2461)
+
+
 def zh_unglued(word: str) -> list[str]:
     """A Chinese word the segmenter glued to what is said of it, as its pieces: 尼古丁少 → 尼古丁 + 少,
     多好 → 多 + 好 (the tagger's pieces, where the last is an adjective or adverb and the first is not)."""
+    if len(word) >= 2 and word[0] in _ZH_DEGREE_HEADS and zh_dictionary_count(word) <= _GLUED:
+        return [word[0], word[1:]]  # 更难: "harder", glued by the segmenter; 更新 and 最近 are words
     tags = zh_tagged(word) if scripts.has_han(word) else ()
     if len(tags) >= 2 and tags[-1][1] in _ZH_SAID and tags[0][1] not in _ZH_SAID:
         return ["".join(w for w, _ in tags[:-1]), tags[-1][0]]

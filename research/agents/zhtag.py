@@ -37,17 +37,23 @@ def hedges_predicate(word: str, following: str) -> bool:
     return word in ZH_HEDGES and not any(flag.startswith("n") for _, flag in zh_tagged(following)[:1])
 
 
+def zh_dictionary_count(word: str) -> int:
+    """How often jieba's dictionary has the word (0 where it lacks it: 奶比, 更难 are the segmenter's glue)."""
+    import jieba
+
+    zh_tagged("")  # (loads the dictionary once)
+    return jieba.dt.FREQ.get(word) or 0
+
+
 def zh_comparison_marks(clause: str) -> list[int]:
     """Where a Chinese clause sets one thing beside another with 比 ("燕麦奶比牛奶健康吗", "电动车比油车便宜吗"): a 比
     the tagger reads as a preposition, or glued into a word its dictionary does not know (奶比, 比安卓). Never
     inside a word (比较, 比例, 比特币, 比亚迪), nor 比起来 (和跑步比起来: the thing compared with comes first)."""
-    import jieba
-
     marks: list[int] = []
     at = 0
     for word, flag in zh_tagged(clause):
         spot = word.find("比")
-        if spot >= 0 and (flag == "p" if word == "比" else jieba.dt.FREQ.get(word) is None):
+        if spot >= 0 and (flag == "p" if word == "比" else not zh_dictionary_count(word)):
             if not clause.startswith("起来", at + spot + 1):
                 marks.append(at + spot)
         at += len(word)

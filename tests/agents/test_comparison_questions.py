@@ -102,3 +102,19 @@ def test_worth_opens_the_predicate_like_a_modal():
     question = "智能马桶值得买吗，有哪些缺点？"
     assert [t.text for t in subject_of(question, "zh-CN").terms] == ["智能马桶"]
     assert subject_phrase(question, "zh-CN") == ("智能", "马桶")
+
+
+@pytest.mark.parametrize(("question", "terms"), [
+    ("考研和考公哪个更难？", ["考研", "考公"]),  # 更难 is glued by the segmenter: 更 + 难, said of both
+    ("公积金贷款和商业贷款哪个划算？", ["公积金贷款"]),  # which of them is 划算: no third subject
+])
+def test_which_and_more_open_a_predicate(question: str, terms: list[str]):
+    assert [t.text for t in subject_of(question, "zh-CN").terms] == terms
+
+
+def test_a_degree_word_that_is_a_word_of_its_own_stays_whole():
+    from research.agents.words import zh_unglued
+
+    assert zh_unglued("更难") == ["更", "难"]
+    assert zh_unglued("更新") == ["更新"]
+    assert zh_unglued("最近") == ["最近"]
