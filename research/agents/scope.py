@@ -27,6 +27,7 @@ from research import scripts, textre
 from research.agents import words as S
 from research.agents.clock import today
 from research.agents.synonyms import (
+    alike_adjectives,
     is_animal,
     noun_compound,
     other_place,
@@ -215,7 +216,9 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         missing = [m for m in modifiers if not page.in_title(m) or (script == "zh" and _after_head(title, head, m))]
         if missing:
             before = _word_before(title_seq, head, script, words)
-            named_as = next((m for m in missing if before and same_meaning(before, m) and page.hits(m)), "")
+            # (Or an English adjective WordNet puts in the same cluster: "synthetic turf" is artificial turf.)
+            named_as = next((m for m in missing if before and (
+                (same_meaning(before, m) and page.hits(m)) or (script == "en" and alike_adjectives(before, m)))), "")
             if named_as:
                 # The question's kind by another name (困倦驾驶 for 疲劳驾驶, on a page that says 疲劳 too).
                 return S.Verdict(True, f"its title names {' '.join(words)} as {before} {head}")

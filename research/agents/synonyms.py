@@ -141,6 +141,42 @@ def _senses(word: str) -> tuple[int, ...]:
     return index[lemma] if lemma is not None else ()
 
 
+@lru_cache(maxsize=1)
+def _adjective_clusters() -> dict[str, tuple[int, ...]]:
+    """index.adj and data.adj, as each adjective's meanings by cluster, most common first: WordNet files
+    adjectives in clusters, a head meaning ("artificial": contrived by art rather than nature) and the
+    satellites similar to it (man-made, synthetic; fake, faux). A cluster is named by its head's offset."""
+    heads: dict[int, int] = {}
+    for line in _records("data.adj"):
+        fields = line.split(" ")
+        offset, kind, count = int(fields[0]), fields[2], int(fields[3], 16)
+        at = 4 + 2 * count
+        pointers = fields[at + 1 : at + 1 + 4 * int(fields[at])]
+        similar = [int(pointers[i + 1]) for i in range(0, len(pointers), 4) if pointers[i] == "&"]
+        heads[offset] = similar[0] if kind == "s" and similar else offset
+    clusters: dict[str, tuple[int, ...]] = {}
+    for line in _records("index.adj"):
+        fields = line.split()
+        offsets = [int(o) for o in fields[-int(fields[2]):]]
+        clusters[fields[0]] = tuple(dict.fromkeys(heads.get(o, o) for o in offsets))
+    return clusters
+
+
+@lru_cache(maxsize=4096)
+def alike_adjectives(word: str, other: str) -> bool:
+    """Two adjectives that WordNet puts in one cluster, the first meaning of one among the meanings of the
+    other: "synthetic turf" is artificial turf. Never antonyms (another cluster: "cold", "warm"), nor two
+    colours ("white", "green"). False where WordNet is not installed."""
+    clusters = _adjective_clusters()
+    mine, theirs = clusters.get(word.lower(), ()), clusters.get(other.lower(), ())
+    if not mine or not theirs or word.lower() == other.lower():
+        return False
+    shared = ({mine[0]} & set(theirs)) | ({theirs[0]} & set(mine))
+    # Colours share the cluster "chromatic": green and blue hydrogen are two kinds, not one.
+    colours = {c for name in ("chromatic", "achromatic") for c in clusters.get(name, ())}
+    return bool(shared - colours)
+
+
 @lru_cache(maxsize=8192)
 def is_symptom(word: str) -> bool:
     """One of the word's two most common noun meanings is a symptom in WordNet: "nausea", "dizziness",
