@@ -74,7 +74,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     zh_unglued,
     zipf,
 )
-from research.agents.zhtag import hedges_predicate, zh_beside_pieces
+from research.agents.zhtag import hedges_predicate, zh_beside_pieces, zh_dictionary_count
 from research.ir import STOP_WORDS
 from research.report.sentences import sentence_bounds
 
@@ -236,6 +236,11 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
                 terms.append(_compound_term(plain))
             beside = True
             continue
+        if (lang == "zh" and run and following in _ZH_YES_NO
+                and {flag for _, flag in zh_tagged(word)} <= _ZH_PREDICATE_TAGS):
+            close()  # "国产猫粮靠谱吗": a yes/no question's predicate is said of the subject, no word of its name
+            general.append(_norm(word))
+            continue
         if lang == "zh" and beside and run and [flag for _, flag in zh_tagged(word)] in (["a"], ["v"], ["d"]):
             close()  # "比油车保养便宜": the thing set beside is named, what is said of both follows
             general.append(_norm(word))
@@ -316,6 +321,9 @@ _CLAUSE_MARK = textre.compile(r"[，,；;？?！!。、：:]")
 # closed classes.
 _ZH_PREDICATE_OPENERS = frozenset({*_ZH_MODALS, *ZH_HOW, "最", "更", "很", "太", "比较", "是否", "能否",
                                    "哪个", "哪种"})
+_ZH_YES_NO = ("吗", "呢", "么")
+_KNOWN = 3.0  # Zipf: a word this common is one of the language's own, not the segmenter's glue (靠谱 3.5)
+_ZH_PREDICATE_TAGS = frozenset({"a", "ad", "an", "v", "vn", "vd"})  # jieba's adjectives and verbs
 _BESIDE_MARK = "beside"  # the "language" of a Chinese comparison mark (比) among a clause's words
 # What sets the subject beside another thing in a question: "than", "vs", "compared with/to".
 _BESIDE_WORDS = frozenset({"than", "versus", "vs", "vs."})
@@ -334,10 +342,26 @@ def _clause_words(text: str) -> list[tuple[str, str]]:
         for i, piece in enumerate(zh_beside_pieces(clause) if scripts.has_han(clause) else [clause]):
             if i:
                 out.append(("比", _BESIDE_MARK))
-            out.extend((part, lang) for word, lang in _raw_words(piece)
-                       for part in (zh_unglued(word) if lang == "zh" else [word]))
+            found = [(part, lang) for word, lang in _raw_words(piece)
+                     for part in (zh_unglued(word) if lang == "zh" else [word])]
+            for i, (word, lang) in enumerate(found):
+                following = found[i + 1][0] if i + 1 < len(found) else ""
+                out.extend((w, lang) for w in (_predicate_cut(word) if following in _ZH_YES_NO else [word]))
         out.append(("", ""))
     return out
+
+
+def _predicate_cut(word: str) -> list[str]:
+    """A Chinese word the segmenter glued to the predicate of a yes/no question (猫粮靠谱 + 吗), as the two:
+    only where jieba's dictionary lacks the whole and a word list knows the tail, an adjective or a verb."""
+    if not scripts.has_han(word) or len(word) < 3 or zh_dictionary_count(word):
+        return [word]
+    for k in range(1, len(word) - 1):
+        tail = word[k:]
+        if ((zh_dictionary_count(tail) or zipf(tail, "zh") >= _KNOWN) and zipf(word[:k], "zh") >= _KNOWN
+                and {flag for _, flag in zh_tagged(tail)} <= _ZH_PREDICATE_TAGS):
+            return [word[:k], tail]
+    return [word]
 
 
 def _zh_predicate(run: list[tuple[str, str]], following: str) -> bool:

@@ -118,3 +118,15 @@ def test_a_degree_word_that_is_a_word_of_its_own_stays_whole():
     assert zh_unglued("更难") == ["更", "难"]
     assert zh_unglued("更新") == ["更新"]
     assert zh_unglued("最近") == ["最近"]
+
+
+@pytest.mark.parametrize(("question", "terms"), [
+    ("猫粮怎么选，国产猫粮靠谱吗？", ["猫粮", "国产猫粮"]),  # 猫粮靠谱, glued by the segmenter, is cut before 靠谱
+    ("电热毯安全吗？", ["电热毯"]),
+])
+def test_a_yes_no_predicate_is_no_word_of_the_subject(question: str, terms: list[str]):
+    assert [t.text for t in subject_of(question, "zh-CN").terms] == terms
+
+
+def test_a_noun_before_the_yes_no_particle_stays():
+    assert "膝盖" in [t.text for t in subject_of("跑步机跑步伤膝盖吗？", "zh-CN").terms]
