@@ -226,10 +226,6 @@ def write_report(
     for section in sections:
         title, report_md = section.title, section.report_md
         picked = [s for s in section.picked if _said(s) not in used]
-        if any(not s.get("doubtful") for s in picked):
-            # A doubtful page's sentence fills in only a section that has nothing else: beside what pages
-            # shown to be on the subject say, it adds a page that may be on another (half of them are).
-            picked = [s for s in picked if not s.get("doubtful")]
         unanswered = _unanswered(section)
         if unanswered:  # said plainly, never filled with what the step found on a neighbouring point
             bullets = no_source_line(unanswered, zh)
@@ -332,8 +328,6 @@ def _answer(
             if len(picks) < count and all(p["source"] != sentence["source"] for p in picks):
                 picks.append(sentence)
         picks += [s for s in fresh if s not in picks][: count - len(picks)]
-        if any(not s.get("doubtful") for s in picks):  # (as in the sections: a doubtful page only fills a gap)
-            picks = [s for s in picks if not s.get("doubtful") or (kind == "who" and in_unit(s))]
         picks.sort(key=fresh.index)  # best first
         fact = _fact([section]) if kind == "how" else None
         if fact and not any(c.get("code") and c["text"] == fact["text"] for _, c in chosen):
