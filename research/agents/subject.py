@@ -197,6 +197,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         # farms' 产能 is not about 光伏组件的产能.
         core = [(zipf(w, lang), _norm(w)) for w, lang in run
                 if _wordlike(w) and zipf(w, lang) < SPECIFIC and not is_aspect(w)]
+        # "vitamin D", "hepatitis B": a word and a capital letter name one thing, however common the word.
+        named = [i - 1 for i, (w, _) in enumerate(run) if i and _letter_name(w)]
+        core = ([(0.0, f"{normed[i]} {run[i + 1][0].lower()}") for i in named]
+                + [c for c in core if c[1] not in {normed[i] for i in named}])  # not "hepatitis" alone
         joiner = "" if all(lang == "zh" for _, lang in run) else " "
         rare = {w for _, w in core}
         last = max((i for i, n in enumerate(normed) if n in rare), default=len(run) - 1)
@@ -251,8 +255,8 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             continue
         if lang == "zh" and run and _zh_predicate(run, word):
             general.append(_norm(run.pop()[0]))  # "疲劳驾驶引发的事故": 引发 says what 疲劳驾驶 does
-        if word.isdigit() and run:
-            run.append((word, lang))  # "GLP-1": a number inside a name
+        if (word.isdigit() or _letter_name(word)) and run:
+            run.append((word, lang))  # "GLP-1", "vitamin D": a number or a letter inside a name
             continue
         if not _wordlike(word):
             close()
@@ -321,6 +325,11 @@ _CLAUSE_MARK = textre.compile(r"[，,；;？?！!。、：:]")
 # closed classes.
 _ZH_PREDICATE_OPENERS = frozenset({*_ZH_MODALS, *ZH_HOW, "最", "更", "很", "太", "比较", "是否", "能否",
                                    "哪个", "哪种"})
+def _letter_name(word: str) -> bool:
+    """A capital letter that names a kind after a word ("vitamin D", "hepatitis B", "plan B")."""
+    return len(word) == 1 and "A" <= word <= "Z" and word != "I"
+
+
 _ZH_YES_NO = ("吗", "呢", "么")
 _KNOWN = 3.0  # Zipf: a word this common is one of the language's own, not the segmenter's glue (靠谱 3.5)
 _ZH_PREDICATE_TAGS = frozenset({"a", "ad", "an", "v", "vn", "vd"})  # jieba's adjectives and verbs
@@ -342,8 +351,11 @@ def _clause_words(text: str) -> list[tuple[str, str]]:
         for i, piece in enumerate(zh_beside_pieces(clause) if scripts.has_han(clause) else [clause]):
             if i:
                 out.append(("比", _BESIDE_MARK))
+            # (A capital letter keeps its case: the segmenter lowers it, and "vitamin D" names a thing.)
+            capitals = {t for t in textre.findall(r"[A-Z]+", piece) if len(t) == 1}
             found = [(part, lang) for word, lang in _raw_words(piece)
-                     for part in (zh_unglued(word) if lang == "zh" else [word])]
+                     for part in (zh_unglued(word) if lang == "zh"
+                                  else [word.upper() if word.upper() in capitals else word])]
             for i, (word, lang) in enumerate(found):
                 following = found[i + 1][0] if i + 1 < len(found) else ""
                 out.extend((w, lang) for w in (_predicate_cut(word) if following in _ZH_YES_NO else [word]))

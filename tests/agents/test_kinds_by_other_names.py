@@ -38,3 +38,28 @@ def test_another_colour_is_still_another_kind():
             "Blue hydrogen is made from natural gas with the carbon captured. It costs about 1.5 to 2.5 dollars a "
             "kilogram to make, and blue hydrogen plants are being built in Texas.")
     assert not page_about(subject, *page).about
+
+
+# -- a word and a capital letter name one thing: "vitamin D", "hepatitis B" ------------------------------------
+
+VITAMIN_D = "What are the symptoms of vitamin D deficiency in adults?"
+
+
+def test_a_capital_letter_after_a_word_is_part_of_the_name():
+    from research.agents.scope import subject_phrase
+
+    assert subject_of(VITAMIN_D, "en-US").terms[0].core[0] == "vitamin d"
+    assert subject_phrase(VITAMIN_D, "en-US") == ("vitamin d", "deficiency")
+    assert subject_of("Is hepatitis B curable?", "en-US").terms[0].core[0] == "hepatitis b"
+    assert subject_of("Can I take ibuprofen with a cold?", "en-US").terms[0].core == ("ibuprofen",)  # not "I"
+
+
+def test_another_letter_of_the_same_word_is_another_thing():
+    subject = subject_of(VITAMIN_D, "en-US")
+    assert page_about(subject, "Vitamin D deficiency in adults",
+                      "Vitamin D deficiency is common in winter. Low vitamin D levels cause bone pain.").about
+    assert not page_about(subject, "Vitamin B12 deficiency: symptoms",
+                          "Vitamin B12 deficiency causes tiredness and pins and needles in older adults.").about
+    hepatitis = subject_of("Is hepatitis B curable?", "en-US")
+    assert not page_about(hepatitis, "Hepatitis C: a cure in 12 weeks",
+                          "Hepatitis C can now be cured with 8 to 12 weeks of tablets in 95 percent of people.").about
