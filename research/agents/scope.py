@@ -126,9 +126,10 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
     places = set() if zh else {S._norm(w.lower()) for w in textre.findall(r"[A-Z][A-Za-z]+", subject) if places_in(w)}
     content = [w for w, _ in _content_words(subject) if not _place(w, zh) and w not in places]
-    # "vitamin D deficiency": a word and the capital letter after it name one kind ("vitamin d").
-    for word, letter in textre.findall(r"([A-Za-z]+)\s+([A-Z])\b", subject):
-        if letter != "I" and S._norm(word.lower()) in content:
+    # "vitamin D deficiency", "type 1 diabetes": a word and the letter (or number) after it name one kind.
+    for word, letter in textre.findall(r"([A-Za-z]+)\s+([A-Z]|\d+)\b", subject):
+        if (letter != "I" and S._norm(word.lower()) in content
+                and (not letter.isdigit() or S._norm(word.lower()) in S.NUMBERED_KINDS)):
             content[content.index(S._norm(word.lower()))] = f"{S._norm(word.lower())} {letter.lower()}"
     # A Chinese attribute noun with a noun of the thing's own after it names the thing (儿童安全座椅 is a safety
     # seat); the trailing ones are asked of it (充电桩的数量, 固态电池量产, 碳酸锂价格走势).

@@ -47,6 +47,7 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _RUN,
     _TOPICAL,
     _ZH_MODALS,
+    NUMBERED_KINDS,
     RIVAL,
     SPECIFIC,
     ZH_HOW,
@@ -197,8 +198,10 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         # farms' 产能 is not about 光伏组件的产能.
         core = [(zipf(w, lang), _norm(w)) for w, lang in run
                 if _wordlike(w) and zipf(w, lang) < SPECIFIC and not is_aspect(w)]
-        # "vitamin D", "hepatitis B": a word and a capital letter name one thing, however common the word.
-        named = [i - 1 for i, (w, _) in enumerate(run) if i and _letter_name(w)]
+        # "vitamin D", "hepatitis B", "type 1": a word and a capital letter (or a numbered kind) name one thing,
+        # however common the word.
+        named = [i - 1 for i, (w, _) in enumerate(run)
+                 if i and (_letter_name(w) or (w.isdigit() and normed[i - 1] in NUMBERED_KINDS))]
         core = ([(0.0, f"{normed[i]} {run[i + 1][0].lower()}") for i in named]
                 + [c for c in core if c[1] not in {normed[i] for i in named}])  # not "hepatitis" alone
         joiner = "" if all(lang == "zh" for _, lang in run) else " "

@@ -140,6 +140,11 @@ def en_participle_after(before: str, word: str) -> bool:
             and not low.endswith("ing"))
 
 
+# Words a number after them makes the name of a kind: "type 1 diabetes" is not type 2, "stage 4 lung cancer" not
+# stage 1. A closed class (normalised as `_norm` does).
+NUMBERED_KINDS = frozenset(stem(w) for w in "type stage grade category level phase class tier generation model "
+                           "version series".split())
+
 # Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的
 # 产能), never the subject itself. A closed class, like stop words, so a list: frequency cannot tell
 # "production" from "battery". The parts analysis, the scope gate and the subject model share it.
@@ -149,7 +154,7 @@ ASPECT_NOUNS_EN = frozenset((
     "effects future outlook prospects status state progress performance capacity output demand supply risk "
     "risks benefit benefits advantage advantages disadvantage disadvantages pros cons cause causes driver "
     "drivers share role problem problems size sign signs symptom symptoms type types kind kinds rate rates "
-    "level levels amount trend trends history profit profits revenue premium premiums"
+    "level levels amount trend trends history profit profits revenue premium premiums difference differences"
 ).split())
 ASPECT_NOUNS_ZH = frozenset((
     "量产", "成本", "价格", "产能", "数量", "利用率", "现状", "发展", "挑战", "限制", "情况", "性能", "效率", "安全",

@@ -63,3 +63,25 @@ def test_another_letter_of_the_same_word_is_another_thing():
     hepatitis = subject_of("Is hepatitis B curable?", "en-US")
     assert not page_about(hepatitis, "Hepatitis C: a cure in 12 weeks",
                           "Hepatitis C can now be cured with 8 to 12 weeks of tablets in 95 percent of people.").about
+
+
+def test_a_numbered_kind_is_one_name_and_another_number_another_kind():
+    subject = subject_of("Is type 1 diabetes genetic?", "en-US")
+    assert subject.terms[0].core[0] == "type 1"
+    assert not page_about(subject, "Type 2 diabetes: is it in your genes?",
+                          "Type 2 diabetes runs in families. If a parent has type 2 diabetes, your risk is higher.").about
+    assert page_about(subject, "Type 1 diabetes and genetics",
+                      "Type 1 diabetes is an autoimmune disease. A child of a parent with type 1 diabetes has a "
+                      "higher risk.").about
+
+
+def test_a_number_after_a_word_of_no_numbered_kind_names_nothing_new():
+    # "top 10" is a count, not a kind: the term stays what it was.
+    terms = subject_of("What are the top 10 tourist attractions in Paris?", "en-US").terms
+    assert all("top 10" not in t.core for t in terms)
+
+
+def test_difference_is_asked_of_what_it_is_between():
+    from research.agents.scope import subject_phrase
+
+    assert subject_phrase("What is the difference between a stroke and a heart attack?", "en-US") != ("difference",)

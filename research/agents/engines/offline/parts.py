@@ -310,7 +310,7 @@ def _en_subject(tokens: list[str]) -> str:
                and [t.lower() for t in tokens[at_end + 1 : at_end + 2]] == ["of"])
     if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed or measure):
         # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
-        at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on")
+        at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on", "between")
                    and k > tokens.index(phrase[-1])), -1)
         after, _ = _noun_phrase(tokens, at + 1) if at >= 0 else ([], 0)
         if after:
