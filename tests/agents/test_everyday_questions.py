@@ -97,3 +97,11 @@ def test_the_verb_after_how_to_is_never_a_subject_term():
 ])
 def test_what_happens_is_about_what_it_happens_to(question: str, phrase: tuple[str, ...]):
     assert subject_phrase(question, "en-US") == phrase
+
+
+def test_a_listed_phrase_named_by_a_rare_word_is_the_subject():
+    # "X or Y for Z": the drugs are asked about, the fever is what they are for. (A listed phrase of common
+    # attribute words still leads on: "the costs, risks and benefits of spray foam".)
+    assert subject_phrase("Should I use ibuprofen or paracetamol for a fever?", "en-US") == ("ibuprofen",)
+    assert subject_phrase("What are the costs, risks and benefits of spray foam insulation?", "en-US") == (
+        "spray", "foam", "insulation")

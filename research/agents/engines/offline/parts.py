@@ -28,6 +28,7 @@ from research.agents.text import STOPWORDS_EN, detect_locale, is_chinese, key_te
 from research.agents.types import PlanStep
 from research.agents.words import (
     ASPECT_NOUNS_EN,
+    SPECIFIC,
     _lemmas,
     aspect_kin,
     en_base_verb,
@@ -308,6 +309,9 @@ def _en_subject(tokens: list[str]) -> str:
     at_end = tokens.index(phrase[-1]) if phrase and phrase[-1] in tokens else -1
     measure = (at_end >= 0 and phrase[-1].lower() in _MEASURES
                and [t.lower() for t in tokens[at_end + 1 : at_end + 2]] == ["of"])
+    # (A listed phrase that names a thing by a rare word is the subject itself: "Should I use ibuprofen or
+    # paracetamol for a fever" is about the drugs, not the fever.)
+    listed = listed and all(zipf(t, "en") >= SPECIFIC for t in phrase)
     if phrase and (phrase[-1].lower() in _ASKED_HEADS or listed or measure):
         # "What are the main obstacles to recycling X": the subject is the object of "to"/"of".
         at = next((k for k, t in enumerate(tokens) if t.lower() in ("of", "to", "for", "on", "between")
