@@ -126,10 +126,9 @@ def _phrase(question: str, locale: str) -> tuple[tuple[str, ...], str]:
     aspects = _ASPECTS_ZH if zh else _ASPECTS_EN
     places = set() if zh else {S._norm(w.lower()) for w in textre.findall(r"[A-Z][A-Za-z]+", subject) if places_in(w)}
     content = [w for w, _ in _content_words(subject) if not _place(w, zh) and w not in places]
-    # "vitamin D deficiency", "type 1 diabetes": a word and the letter (or number) after it name one kind.
-    for word, letter in textre.findall(r"([A-Za-z]+)\s+([A-Z]|\d+)\b", subject):
-        if (letter != "I" and S._norm(word.lower()) in content
-                and (not letter.isdigit() or S._norm(word.lower()) in S.NUMBERED_KINDS)):
+    # "vitamin D deficiency": a word and the capital letter after it name one kind ("vitamin d").
+    for word, letter in textre.findall(r"([A-Za-z]+)\s+([A-Z])\b", subject):
+        if letter != "I" and S._norm(word.lower()) in content:
             content[content.index(S._norm(word.lower()))] = f"{S._norm(word.lower())} {letter.lower()}"
     # A Chinese attribute noun with a noun of the thing's own after it names the thing (儿童安全座椅 is a safety
     # seat); the trailing ones are asked of it (充电桩的数量, 固态电池量产, 碳酸锂价格走势).
@@ -221,12 +220,16 @@ def scope_verdict(question: str, locale: str, title: str, text: str) -> S.Verdic
         missing = [m for m in modifiers if not page.in_title(m) or (script == "zh" and _after_head(title, head, m))]
         if missing:
             before = _word_before(title_seq, head, script, words)
-            # (Or an English adjective WordNet puts in the same cluster: "synthetic turf" is artificial turf.)
-            named_as = next((m for m in missing if before and (
-                (same_meaning(before, m) and page.hits(m)) or (script == "en" and alike_adjectives(before, m)))), "")
+            named_as = next((m for m in missing if before and same_meaning(before, m) and page.hits(m)), "")
             if named_as:
                 # The question's kind by another name (困倦驾驶 for 疲劳驾驶, on a page that says 疲劳 too).
                 return S.Verdict(True, f"its title names {' '.join(words)} as {before} {head}")
+            alike = next((m for m in missing if before and script == "en" and alike_adjectives(before, m)), "")
+            if alike:
+                # An English adjective WordNet puts in the cluster of the question's ("synthetic turf" for
+                # artificial turf) may name the same kind or another (independent schools are no free schools):
+                # read last, never turned away.
+                return S.Verdict(False, f"its title names {before} {head}, a kind like {alike} {head}", firm=False)
             # (Not a word the question names elsewhere: "Attic insulation options compared: fibreglass, cellulose
             # and foam" for spray foam insulation *in an attic* names the question's own setting.)
             # Nor a property (心源性 of 心源性猝死: a Chinese word in 性 says what the thing is like) where the

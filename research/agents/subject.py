@@ -47,10 +47,10 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     _RUN,
     _TOPICAL,
     _ZH_MODALS,
-    NUMBERED_KINDS,
     RIVAL,
     SPECIFIC,
     ZH_HOW,
+    ZH_PREDICATE_TAGS,
     Verdict,
     _analysed,
     _compounds,
@@ -185,6 +185,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
     vocabulary: set[str] = set()
     run: list[tuple[str, str]] = []
     beside = False  # after "than", "vs", 比: the next run named is a foil
+    before_mark: tuple[str, ...] = ()  # the common words named before the mark
     plain: tuple[str, ...] = ()  # the last run of common words only ("heat pump")
 
     def close() -> None:
@@ -198,15 +199,13 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         # farms' 产能 is not about 光伏组件的产能.
         core = [(zipf(w, lang), _norm(w)) for w, lang in run
                 if _wordlike(w) and zipf(w, lang) < SPECIFIC and not is_aspect(w)]
-        # "vitamin D", "hepatitis B", "type 1": a word and a capital letter (or a numbered kind) name one thing,
-        # however common the word.
-        named = [i - 1 for i, (w, _) in enumerate(run)
-                 if i and (_letter_name(w) or (w.isdigit() and normed[i - 1] in NUMBERED_KINDS))]
+        # "vitamin D", "hepatitis B": a word and a capital letter name one thing, however common the word.
+        named = [i - 1 for i, (w, _) in enumerate(run) if i and _letter_name(w)]
         core = ([(0.0, f"{normed[i]} {run[i + 1][0].lower()}") for i in named]
                 + [c for c in core if c[1] not in {normed[i] for i in named}])  # not "hepatitis" alone
         joiner = "" if all(lang == "zh" for _, lang in run) else " "
         rare = {w for _, w in core}
-        last = max((i for i, n in enumerate(normed) if n in rare), default=len(run) - 1)
+        last = max([*(i for i, n in enumerate(normed) if n in rare), *(i + 1 for i in named)], default=len(run) - 1)
         if joiner == "":
             last = len(run) - 1  # 城际铁路: a Chinese run is one compound
         while last + 1 < len(run) and run[last + 1][0].isdigit():
@@ -239,12 +238,12 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             # "Is a heat pump cheaper to run than a gas boiler": the heat pump is the subject, whatever the
             # words' rarity; a subject of common words before the mark is named as a compound.
             close()
-            if not terms and len(plain) >= 2:
-                terms.append(_compound_term(plain))
+            if not terms:
+                before_mark = plain  # the subject, if it is named by common words only (see the end)
             beside = True
             continue
         if (lang == "zh" and run and following in _ZH_YES_NO
-                and {flag for _, flag in zh_tagged(word)} <= _ZH_PREDICATE_TAGS):
+                and {flag for _, flag in zh_tagged(word)} <= ZH_PREDICATE_TAGS):
             close()  # "国产猫粮靠谱吗": a yes/no question's predicate is said of the subject, no word of its name
             general.append(_norm(word))
             continue
@@ -274,7 +273,8 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             continue
         vocabulary.add(_norm(word))
         if (lang == "zh" and not run and (terms or foils) and previous in _ZH_PREDICATE_OPENERS
-                and (not following or _zh_grammar(following))):
+                and (not following or _zh_grammar(following))
+                and len(word) <= 2):  # (a longer run is a verb and its object, 喝啤酒: the object stays)
             # "布洛芬会伤胃吗", "二手房怎么过户", "开空调多少度最省电": a word that ends the clause after a modal, a how
             # or a degree word is what is said of the subject named before it, no second subject.
             general.append(_norm(word))
@@ -304,6 +304,11 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             continue
         run.append((word, lang))
     close()
+    if foils and not terms and before_mark:
+        # "Is a heat pump cheaper to run than a gas boiler", "Is rice healthier than quinoa": the subject of
+        # common words before the mark is named as a compound, never replaced by the foil.
+        terms.append(_compound_term(before_mark) if not any(map(scripts.has_han, before_mark))
+                     else Term(text="".join(before_mark), words=before_mark, core=("".join(before_mark),), common=True))
     terms += [f for f in foils if f.head not in {t.head for t in terms}]
     if not terms and within and within.strip() != question.strip():
         parent = subject_of(within, locale)
@@ -335,7 +340,6 @@ def _letter_name(word: str) -> bool:
 
 _ZH_YES_NO = ("吗", "呢", "么")
 _KNOWN = 3.0  # Zipf: a word this common is one of the language's own, not the segmenter's glue (靠谱 3.5)
-_ZH_PREDICATE_TAGS = frozenset({"a", "ad", "an", "v", "vn", "vd"})  # jieba's adjectives and verbs
 _BESIDE_MARK = "beside"  # the "language" of a Chinese comparison mark (比) among a clause's words
 # What sets the subject beside another thing in a question: "than", "vs", "compared with/to".
 _BESIDE_WORDS = frozenset({"than", "versus", "vs", "vs."})
@@ -354,16 +358,22 @@ def _clause_words(text: str) -> list[tuple[str, str]]:
         for i, piece in enumerate(zh_beside_pieces(clause) if scripts.has_han(clause) else [clause]):
             if i:
                 out.append(("比", _BESIDE_MARK))
-            # (A capital letter keeps its case: the segmenter lowers it, and "vitamin D" names a thing.)
-            capitals = {t for t in textre.findall(r"[A-Z]+", piece) if len(t) == 1}
             found = [(part, lang) for word, lang in _raw_words(piece)
-                     for part in (zh_unglued(word) if lang == "zh"
-                                  else [word.upper() if word.upper() in capitals else word])]
-            for i, (word, lang) in enumerate(found):
-                following = found[i + 1][0] if i + 1 < len(found) else ""
+                     for part in (zh_unglued(word) if lang == "zh" else [word])]
+            for k, (word, lang) in enumerate(found):
+                following = found[k + 1][0] if k + 1 < len(found) else ""
+                if lang == "en" and k and _written_capital(piece, found[k - 1][0], word):
+                    word = word.upper()  # (the segmenter lowers it: "vitamin D" names a thing, "a" does not)
                 out.extend((w, lang) for w in (_predicate_cut(word) if following in _ZH_YES_NO else [word]))
         out.append(("", ""))
     return out
+
+
+def _written_capital(text: str, before: str, letter: str) -> bool:
+    """The one-letter word is written as a capital right after the word before it ("vitamin D", not "a")."""
+    if len(letter) != 1 or not letter.isalpha() or not before.isalnum():
+        return False
+    return textre.search(rf"(?i:\b{textre.escape(before)})\s+{letter.upper()}\b", text) is not None
 
 
 def _predicate_cut(word: str) -> list[str]:
@@ -371,10 +381,10 @@ def _predicate_cut(word: str) -> list[str]:
     only where jieba's dictionary lacks the whole and a word list knows the tail, an adjective or a verb."""
     if not scripts.has_han(word) or len(word) < 3 or zh_dictionary_count(word):
         return [word]
-    for k in range(1, len(word) - 1):
+    for k in range(2, len(word) - 1):  # (a head of one character is a piece of a name: 比亚 + 迪靠谱)
         tail = word[k:]
         if ((zh_dictionary_count(tail) or zipf(tail, "zh") >= _KNOWN) and zipf(word[:k], "zh") >= _KNOWN
-                and {flag for _, flag in zh_tagged(tail)} <= _ZH_PREDICATE_TAGS):
+                and {flag for _, flag in zh_tagged(tail)} <= ZH_PREDICATE_TAGS):
             return [word[:k], tail]
     return [word]
 

@@ -125,7 +125,9 @@ def en_compared(word: str) -> bool:
     if low in ("better", "best", "worse", "worst", "more", "most", "less", "least"):
         return True
     lemmas = _lemmas(low).get("ADJ", ())
-    return bool(lemmas) and low.endswith(("er", "est")) and all(lemma != low for lemma in lemmas)
+    # Not a noun in -er ("oven cleaner", "bottle warmer", "paint thinner"): that names a thing.
+    return (bool(lemmas) and low.endswith(("er", "est")) and all(lemma != low for lemma in lemmas)
+            and "NOUN" not in en_classes(low))
 
 
 def en_participle_after(before: str, word: str) -> bool:
@@ -139,11 +141,6 @@ def en_participle_after(before: str, word: str) -> bool:
     return (noun_before and bool(classes) and classes <= {"VERB", "AUX"} and not en_base_verb(word)
             and not low.endswith("ing"))
 
-
-# Words a number after them makes the name of a kind: "type 1 diabetes" is not type 2, "stage 4 lung cancer" not
-# stage 1. A closed class (normalised as `_norm` does).
-NUMBERED_KINDS = frozenset(stem(w) for w in "type stage grade category level phase class tier generation model "
-                           "version series".split())
 
 # Attribute nouns: what a question asks *about* its subject ("the warning signs of a heart attack", 固态电池的
 # 产能), never the subject itself. A closed class, like stop words, so a list: frequency cannot tell
@@ -402,14 +399,17 @@ ZH_COMPARE_VERBS = ("相比", "相较", "比较", "对比", "相比较")
 
 
 _ZH_DEGREE_HEADS = "更最"  # "more", "most" before an adjective
+ZH_PREDICATE_TAGS = frozenset({"a", "ad", "an", "v", "vn", "vd"})  # jieba's adjectives and verbs
 _GLUED = 3  # jieba's dictionary counts this low or lower: no word of its own (更多 2, 最多 3; 更好 2461)
 
 
 def zh_unglued(word: str) -> list[str]:
     """A Chinese word the segmenter glued to what is said of it, as its pieces: 尼古丁少 → 尼古丁 + 少,
     多好 → 多 + 好 (the tagger's pieces, where the last is an adjective or adverb and the first is not)."""
-    if len(word) >= 2 and word[0] in _ZH_DEGREE_HEADS and zh_dictionary_count(word) <= _GLUED:
-        return [word[0], word[1:]]  # 更难: "harder", glued by the segmenter; 更新 and 最近 are words
+    if (len(word) >= 2 and word[0] in _ZH_DEGREE_HEADS and zh_dictionary_count(word) <= _GLUED
+            and {flag for _, flag in zh_tagged(word[1:])} <= ZH_PREDICATE_TAGS):
+        # 更难: "harder", glued by the segmenter; 更新 and 最近 are words, 最低工资 a noun (低工资 is no predicate)
+        return [word[0], word[1:]]
     tags = zh_tagged(word) if scripts.has_han(word) else ()
     if len(tags) >= 2 and tags[-1][1] in _ZH_SAID and tags[0][1] not in _ZH_SAID:
         return ["".join(w for w, _ in tags[:-1]), tags[-1][0]]

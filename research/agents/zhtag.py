@@ -41,20 +41,36 @@ def zh_dictionary_count(word: str) -> int:
     """How often jieba's dictionary has the word (0 where it lacks it: 奶比, 更难 are the segmenter's glue)."""
     import jieba
 
-    zh_tagged("")  # (loads the dictionary once)
+    quiet_jieba()
+    jieba.dt.check_initialized()  # (the dictionary loads on first use: a count before it would read 0)
     return jieba.dt.FREQ.get(word) or 0
+
+
+def _nounlike(word: str, flag: str = "") -> bool:
+    """A noun, a name, a time word or a Latin word by jieba's tag (tagged alone where no tag is given)."""
+    flag = flag or (zh_tagged(word)[:1] or (("", ""),))[0][1]
+    return bool(word) and (flag.startswith("n") or flag in ("eng", "t", "vn", "j"))
 
 
 def zh_comparison_marks(clause: str) -> list[int]:
     """Where a Chinese clause sets one thing beside another with 比 ("燕麦奶比牛奶健康吗", "电动车比油车便宜吗"): a 比
-    the tagger reads as a preposition, or glued into a word its dictionary does not know (奶比, 比安卓). Never
-    inside a word (比较, 比例, 比特币, 比亚迪), nor 比起来 (和跑步比起来: the thing compared with comes first)."""
+    between two nouns, that the tagger reads as a preposition, or that the segmenter glued to the front or the
+    end of a word its dictionary does not know (奶比, 比安卓). Never inside a word (比较, 比例, 比特币, 日比谷), nor
+    after a verb or a number (占比, 3比0), before 多少 (体脂比多少), or in 比起来 (the thing set beside comes first)."""
     marks: list[int] = []
+    tagged = zh_tagged(clause)
     at = 0
-    for word, flag in zh_tagged(clause):
+    for i, (word, flag) in enumerate(tagged):
         spot = word.find("比")
-        if spot >= 0 and (flag == "p" if word == "比" else not zh_dictionary_count(word)):
-            if not clause.startswith("起来", at + spot + 1):
+        glued = spot >= 0 and word != "比" and not zh_dictionary_count(word) and spot in (0, len(word) - 1)
+        if word == "比" and flag == "p" or glued:
+            before = word[:spot] or (tagged[i - 1][0] if i else "")
+            after = word[spot + 1 :] or (tagged[i + 1][0] if i + 1 < len(tagged) else "")
+            # (A piece glued to 比 is read by the glued word's tag: 奶 of 奶比 is the end of a noun.)
+            before_flag = flag if word[:spot] else (tagged[i - 1][1] if i else "")
+            after_flag = flag if word[spot + 1 :] else (tagged[i + 1][1] if i + 1 < len(tagged) else "")
+            if (_nounlike(before, before_flag) and _nounlike(after, after_flag)
+                    and not clause.startswith("起来", at + spot + 1)):
                 marks.append(at + spot)
         at += len(word)
     return marks

@@ -60,6 +60,10 @@ def test_a_page_on_the_subject_alone_is_about_it_and_one_on_the_other_side_is_no
     ("比亚迪汉续航", []),
     ("比例是多少", []),
     ("和跑步比起来游泳怎么样", []),  # the thing set beside comes first there
+    ("新能源汽车占比多少", []),  # after a verb: a share
+    ("女性体脂比多少正常", []),  # before 多少: a ratio
+    ("中国队3比0战胜日本了吗", []),  # a score
+    ("日比谷公园怎么去", []),  # inside a name
 ])
 def test_a_comparison_mark_is_a_bi_outside_any_word(clause: str, marks: list[int]):
     assert zh_comparison_marks(clause) == marks
@@ -130,3 +134,39 @@ def test_a_yes_no_predicate_is_no_word_of_the_subject(question: str, terms: list
 
 def test_a_noun_before_the_yes_no_particle_stays():
     assert "膝盖" in [t.text for t in subject_of("跑步机跑步伤膝盖吗？", "zh-CN").terms]
+
+
+@pytest.mark.parametrize(("question", "first"), [
+    ("Is rice healthier than quinoa?", "rice"),  # one common word before the mark is still the subject
+    ("咖啡比康普茶更提神吗？", "咖啡"),
+])
+def test_a_subject_of_one_common_word_is_never_replaced_by_the_foil(question: str, first: str):
+    locale = "zh-CN" if "咖啡" in question else "en-US"
+    assert subject_of(question, locale).terms[0].text.lower() == first
+
+
+@pytest.mark.parametrize(("question", "term"), [
+    ("Best oven cleaner for burnt grease", "oven cleaner"),
+    ("Is a bottle warmer necessary for a newborn?", "bottle warmer"),
+])
+def test_a_noun_in_er_is_no_comparative(question: str, term: str):
+    assert term in [t.text for t in subject_of(question, "en-US").terms]
+
+
+def test_a_verb_with_its_object_after_a_modal_stays():
+    assert "喝啤酒" in [t.text for t in subject_of("痛风能喝啤酒吗", "zh-CN").terms]
+
+
+def test_a_degree_word_of_a_noun_stays_whole():
+    assert subject_of("最低工资标准是多少", "zh-CN").terms[0].text == "最低工资标准"
+
+
+def test_the_dictionary_is_read_in_a_fresh_process():
+    # jieba loads its dictionary on first use: a count asked before any tagging must not read 0.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "from research.agents.words import zh_unglued; "
+                          "print(zh_unglued('更新'), zh_unglued('更难'))"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split("\n")[0] == "['更新'] ['更', '难']"

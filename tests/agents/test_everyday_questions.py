@@ -79,6 +79,8 @@ def test_one_before_a_noun_is_a_number():
     ("How to get rid of mold in a bathroom", ("mold",)),
     ("How to remove rust from a bike chain", ("rust",)),
     ("How to lower cholesterol naturally", ("cholesterol",)),
+    ("How to take care of a sourdough starter", ("sourdough", "starter")),  # a phrasal verb is one verb
+    ("How to keep track of monthly expenses", ("monthly", "expense")),
 ])
 def test_how_to_is_about_the_verb_s_object(question: str, phrase: tuple[str, ...]):
     assert subject_phrase(question, "en-US") == phrase

@@ -239,6 +239,7 @@ def _dummy_it(tokens: list[str], aux: int) -> int:
 
 
 _HAPPENS = frozenset({"happens", "happened", "happen"})
+_PARTICLES = frozenset("out up off down away back over".split())  # of a phrasal verb: "find out", "set up"
 
 
 def _en_subject(tokens: list[str]) -> str:
@@ -247,8 +248,10 @@ def _en_subject(tokens: list[str]) -> str:
     dummy = _dummy_it(tokens, aux)
     low = [t.lower() for t in tokens]
     if low[:2] == ["how", "to"] and len(tokens) > 3:
-        # "How to unclog a drain without chemicals": the verb's object is the subject ("get rid of" is one verb).
-        phrase, end = _noun_phrase(tokens, 5 if low[2:5] == ["get", "rid", "of"] else 3)
+        # "How to unclog a drain without chemicals": the verb's object is the subject. A phrasal verb is one
+        # verb: its particle ("find out", "set up") or its noun and "of" ("get rid of", "take care of").
+        start = 5 if low[4:5] == ["of"] else 4 if low[3] in _PARTICLES else 3
+        phrase, end = _noun_phrase(tokens, start)
     elif len(low) > 2 and low[0] == "what" and low[1] in _HAPPENS:
         # "What happens to your pension when you die": the object of "to"; "What happens if you miss a credit
         # card payment": the main clause names nothing, the condition's longest phrase is the subject.
