@@ -34,6 +34,15 @@ from functools import lru_cache
 
 from research import scripts, textre
 from research.agents import synonyms
+from research.agents.beside import _before_comparison, _plain_mention_of
+from research.agents.clauses import (
+    BESIDE_MARK,
+    ZH_PREDICATE_OPENERS,
+    ZH_YES_NO,
+    clause_words,
+    letter_name,
+    sets_beside,
+)
 from research.agents.definitions import lead_defines
 from research.agents.scope import COMMON_HEAD, is_aspect, scope_verdict, subject_phrase
 from research.agents.text import ZH_STOP_PHRASES, zh_plain
@@ -75,9 +84,8 @@ from research.agents.words import (  # noqa: F401  (the word layer; names kept i
     zh_unglued,
     zipf,
 )
-from research.agents.zhtag import hedges_predicate, zh_beside_pieces, zh_dictionary_count
+from research.agents.zhtag import hedges_predicate
 from research.ir import STOP_WORDS
-from research.report.sentences import sentence_bounds
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +208,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         core = [(zipf(w, lang), _norm(w)) for w, lang in run
                 if _wordlike(w) and zipf(w, lang) < SPECIFIC and not is_aspect(w)]
         # "vitamin D", "hepatitis B": a word and a capital letter name one thing, however common the word.
-        named = [i - 1 for i, (w, _) in enumerate(run) if i and _letter_name(w)]
+        named = [i - 1 for i, (w, _) in enumerate(run) if i and letter_name(w)]
         core = ([(0.0, f"{normed[i]} {run[i + 1][0].lower()}") for i in named]
                 + [c for c in core if c[1] not in {normed[i] for i in named}])  # not "hepatitis" alone
         joiner = "" if all(lang == "zh" for _, lang in run) else " "
@@ -226,15 +234,15 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
         run.clear()
 
     last_word = previous = ""  # the word before, for `en_verb_only`
-    clause_words = _clause_words(zh_plain(question))  # 会不会致癌 → 是否会致癌: the repeated verb names nothing
-    for at, (word, lang) in enumerate(clause_words):
+    seq = clause_words(zh_plain(question))  # 会不会致癌 → 是否会致癌: the repeated verb names nothing
+    for at, (word, lang) in enumerate(seq):
         last_word, previous, earlier = word, last_word, previous
-        following = clause_words[at + 1][0] if at + 1 < len(clause_words) else ""
+        following = seq[at + 1][0] if at + 1 < len(seq) else ""
         if not word:
             close()  # a clause or list item ends ("排放，碳价" is two things, not one term 排放碳价)
             beside, plain = False, ()
             continue
-        if lang == _BESIDE_MARK or (lang == "en" and _sets_beside(word, following)):
+        if lang == BESIDE_MARK or (lang == "en" and sets_beside(word, following)):
             # "Is a heat pump cheaper to run than a gas boiler": the heat pump is the subject, whatever the
             # words' rarity; a subject of common words before the mark is named as a compound.
             close()
@@ -242,7 +250,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
                 before_mark = plain  # the subject, if it is named by common words only (see the end)
             beside = True
             continue
-        if (lang == "zh" and run and following in _ZH_YES_NO
+        if (lang == "zh" and run and following in ZH_YES_NO
                 and {flag for _, flag in zh_tagged(word)} <= ZH_PREDICATE_TAGS):
             close()  # "国产猫粮靠谱吗": a yes/no question's predicate is said of the subject, no word of its name
             general.append(_norm(word))
@@ -257,7 +265,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             continue
         if lang == "zh" and run and _zh_predicate(run, word):
             general.append(_norm(run.pop()[0]))  # "疲劳驾驶引发的事故": 引发 says what 疲劳驾驶 does
-        if (word.isdigit() or _letter_name(word)) and run:
+        if (word.isdigit() or letter_name(word)) and run:
             run.append((word, lang))  # "GLP-1", "vitamin D": a number or a letter inside a name
             continue
         if not _wordlike(word):
@@ -272,7 +280,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
             close()  # "电池一般能用几年": the hedge is said of the predicate; 一般纳税人 is a kind of taxpayer
             continue
         vocabulary.add(_norm(word))
-        if (lang == "zh" and not run and (terms or foils) and previous in _ZH_PREDICATE_OPENERS
+        if (lang == "zh" and not run and (terms or foils) and previous in ZH_PREDICATE_OPENERS
                 and (not following or _zh_grammar(following))
                 and len(word) <= 2):  # (a longer run is a verb and its object, 喝啤酒: the object stays)
             # "布洛芬会伤胃吗", "二手房怎么过户", "开空调多少度最省电": a word that ends the clause after a modal, a how
@@ -324,69 +332,6 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
     names = synonyms.aliases(f"{question} {within or ''}") if not scripts.has_han(question) else ()
     return Subject(question=question, locale=locale, terms=tuple(unique.values()),
                    general=tuple(dict.fromkeys(general)), vocabulary=frozenset(vocabulary), aliases=names)
-
-
-_CLAUSE_MARK = textre.compile(r"[，,；;？?！!。、：:]")
-
-
-# What opens a Chinese predicate: modals (会, 可以), how-words (怎么), degree words (最, 更), which (哪个划算):
-# closed classes.
-_ZH_PREDICATE_OPENERS = frozenset({*_ZH_MODALS, *ZH_HOW, "最", "更", "很", "太", "比较", "是否", "能否",
-                                   "哪个", "哪种"})
-def _letter_name(word: str) -> bool:
-    """A capital letter that names a kind after a word ("vitamin D", "hepatitis B", "plan B")."""
-    return len(word) == 1 and "A" <= word <= "Z" and word != "I"
-
-
-_ZH_YES_NO = ("吗", "呢", "么")
-_KNOWN = 3.0  # Zipf: a word this common is one of the language's own, not the segmenter's glue (靠谱 3.5)
-_BESIDE_MARK = "beside"  # the "language" of a Chinese comparison mark (比) among a clause's words
-# What sets the subject beside another thing in a question: "than", "vs", "compared with/to".
-_BESIDE_WORDS = frozenset({"than", "versus", "vs", "vs."})
-
-
-def _sets_beside(word: str, following: str) -> bool:
-    low = word.lower()
-    return low in _BESIDE_WORDS or (low == "compared" and following.lower() in ("to", "with"))
-
-
-def _clause_words(text: str) -> list[tuple[str, str]]:
-    """The text's words (see words._raw_words), with ("", "") where punctuation ends a clause or item and
-    ("比", _BESIDE_MARK) where a Chinese clause sets one thing beside another (zhtag.zh_comparison_marks)."""
-    out: list[tuple[str, str]] = []
-    for clause in _CLAUSE_MARK.split(text):
-        for i, piece in enumerate(zh_beside_pieces(clause) if scripts.has_han(clause) else [clause]):
-            if i:
-                out.append(("比", _BESIDE_MARK))
-            found = [(part, lang) for word, lang in _raw_words(piece)
-                     for part in (zh_unglued(word) if lang == "zh" else [word])]
-            for k, (word, lang) in enumerate(found):
-                following = found[k + 1][0] if k + 1 < len(found) else ""
-                if lang == "en" and k and _written_capital(piece, found[k - 1][0], word):
-                    word = word.upper()  # (the segmenter lowers it: "vitamin D" names a thing, "a" does not)
-                out.extend((w, lang) for w in (_predicate_cut(word) if following in _ZH_YES_NO else [word]))
-        out.append(("", ""))
-    return out
-
-
-def _written_capital(text: str, before: str, letter: str) -> bool:
-    """The one-letter word is written as a capital right after the word before it ("vitamin D", not "a")."""
-    if len(letter) != 1 or not letter.isalpha() or not before.isalnum():
-        return False
-    return textre.search(rf"(?i:\b{textre.escape(before)})\s+{letter.upper()}\b", text) is not None
-
-
-def _predicate_cut(word: str) -> list[str]:
-    """A Chinese word the segmenter glued to the predicate of a yes/no question (猫粮靠谱 + 吗), as the two:
-    only where jieba's dictionary lacks the whole and a word list knows the tail, an adjective or a verb."""
-    if not scripts.has_han(word) or len(word) < 3 or zh_dictionary_count(word):
-        return [word]
-    for k in range(2, len(word) - 1):  # (a head of one character is a piece of a name: 比亚 + 迪靠谱)
-        tail = word[k:]
-        if ((zh_dictionary_count(tail) or zipf(tail, "zh") >= _KNOWN) and zipf(word[:k], "zh") >= _KNOWN
-                and {flag for _, flag in zh_tagged(tail)} <= ZH_PREDICATE_TAGS):
-            return [word[:k], tail]
-    return [word]
 
 
 def _zh_predicate(run: list[tuple[str, str]], following: str) -> bool:
@@ -449,57 +394,12 @@ def _mentions(subject: Subject, page: _Page) -> tuple[int, Term | None]:
     return (_named(best, page), best) if best is not None else (0, None)
 
 
-# What a title compares its topic with is not its topic: "连续17小时不睡相当于酒驾" is about sleepless driving,
-# "… as dangerous as drunk driving" about what comes before. (Markers in English, in Chinese.)
-_COMPARISON = textre.compile(r"\bas\s+\w+\s+as\b|\b(?:equivalent|comparable|similar)\s+to\b|\bcompared\s+(?:with|to)\b"
-                             r"|\bjust\s+like\b|相当于|等同于|等于|堪比|不亚于|好比|如同", textre.I)
-
-
-def _before_comparison(title: str) -> str:
-    """The title up to what it compares its topic with (all of it where it compares nothing)."""
-    match = _COMPARISON.search(title)
-    return title[: match.start()] if match and match.start() > 0 else title
-
-
-# What sets the subject beside another thing in a sentence, rather than saying something of it: "like",
-# "unlike", "than", "compared with", "besides", "both"; 之外, 低于, 相比, 不同于, 一样. Closed-class words, in
-# English and Chinese (with _COMPARISON's; not 像 alone, which is in 图像).
-_BESIDE = textre.compile(r"\b(?:un)?like\b|\bthan\b|\bbesides?\b|\binstead\s+of\b|\balongside\b|\bwhereas\b"
-                         r"|\bboth\b|之外|以外|低于|高于|少于|多于|不如|相比|相较|不同于|类似于|就像|好像|一样|而非",
-                         textre.I)
-# "more than 6 million people", 高于千分之三: a figure compared, not the subject with another thing.
-_THAN_A_FIGURE = textre.compile(r"\b(?:more|less|fewer|higher|lower|greater|over|under|longer|shorter|rather)\s+than"
-                                r"\s+(?:about\s+|around\s+|nearly\s+|almost\s+)?\$?\d"
-                                r"|(?:高于|低于|多于|少于)(?:约|近)?[0-9一二三四五六七八九十百千万两半]", textre.I)
-_BESIDE_NEAR = 40  # characters: a comparison word this close to the subject's name sets it beside something
-
-
 def _plain_mention(subject: Subject, text: str) -> bool:
     """Some sentence of the text names the subject by its first term's head and sets it beside nothing: no
     comparison word near that mention ("Chagas disease affects more than 6 million people" is plain; "Like
     Chagas disease, it …" and "Leishmaniasis and Chagas disease are both …" are not). (The head: "repository"
     of "restic backup repository" is said of borg's too.)"""
     return bool(subject.terms) and _plain_mention_of(subject.terms[0].head, text)
-
-
-@lru_cache(maxsize=512)
-def _plain_mention_of(head: str, text: str) -> bool:
-    # The head's stem without its last letters finds its forms ("batteri" → battery, batteries); a Chinese
-    # head is looked for whole.
-    key = head if scripts.has_han(head) else head[: max(4, len(head) - 2)]
-    text = text[:_PAGE_CHARS]
-    mention = textre.compile(textre.escape(key))
-    for start, end in sentence_bounds(text):  # (the boundaries want the case: a capital starts a sentence)
-        sentence = text[start:end].lower()
-        spots = [m.start() for m in mention.finditer(sentence)]
-        if not spots:
-            continue
-        figures = [m.span() for m in _THAN_A_FIGURE.finditer(sentence)]
-        marks = [m.start() for pattern in (_BESIDE, _COMPARISON) for m in pattern.finditer(sentence)
-                 if not any(a <= m.start() < b for a, b in figures)]
-        if any(all(abs(mark - spot) > _BESIDE_NEAR for mark in marks) for spot in spots):
-            return True
-    return False
 
 
 def page_about(subject: Subject, title: str, text: str) -> Verdict:
