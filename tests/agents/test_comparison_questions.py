@@ -80,7 +80,8 @@ def test_a_chinese_comparison_names_its_subject_first():
     assert [t.text for t in subject_of("电动车比油车保养便宜吗？", "zh-CN").terms] == ["电动车", "油车"]
     assert subject_phrase("燕麦奶比牛奶健康吗？", "zh-CN") == ("燕麦奶",)
     assert key_terms("空气源热泵比燃气壁挂炉省钱吗？", "zh-CN")[:2] == ["空气源热泵", "燃气壁挂炉省钱"]
-    page = ("燕麦奶的营养成分", "燕麦奶由燕麦和水制成，每100毫升含糖约4克。燕麦奶的蛋白质比较少，很多品牌会额外添加钙。")
+    page = ("燕麦奶的营养成分",
+            "燕麦奶由燕麦和水制成，每100毫升含糖约4克。燕麦奶的蛋白质比较少，很多品牌会额外添加钙。")
     assert page_about(subject, *page).about
 
 

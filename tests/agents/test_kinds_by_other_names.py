@@ -77,7 +77,8 @@ def test_another_number_is_another_kind_and_a_roman_numeral_the_same():
     # (A guard: the scope gate's numbers rule already tells type 2 from type 1; "Type I" is type 1.)
     subject = subject_of("Is type 1 diabetes genetic?", "en-US")
     assert not page_about(subject, "Type 2 diabetes: is it in your genes?",
-                          "Type 2 diabetes runs in families. If a parent has type 2 diabetes, your risk is higher.").about
+                          "Type 2 diabetes runs in families. If a parent has type 2 diabetes, your risk is "
+                          "higher.").about
     assert page_about(subject, "Type I diabetes: genetics and risk",
                       "Type I diabetes is an autoimmune disease. A child of a parent with type I diabetes has a "
                       "higher risk.").about
