@@ -194,7 +194,7 @@ def subject_of(question: str, locale: str = "en-US", *, within: str | None = Non
     run: list[tuple[str, str]] = []
     beside = False  # after "than", "vs", 比: the next run named is a foil
     before_mark: tuple[str, ...] = ()  # the common words named before the mark
-    plain: tuple[str, ...] = ()  # the last run of common words only ("heat pump")
+    plain: tuple[str, ...] = ()  # the clause's first run of common words only ("heat pump")
 
     def close() -> None:
         nonlocal beside, plain
